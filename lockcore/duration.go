@@ -1,0 +1,39 @@
+package lockcore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseDuration parses a Go duration ("1200s", "1h30m", "500ms") and rejects
+// a bare number, whose unit would be a guess (case 10 of shared/cases.md:
+// milliseconds given as seconds). Errors name the value and what is accepted;
+// the sign is not checked here (see ParsePositiveDuration).
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("duration is empty; use a number with a unit such as 30s, 20m, 13h")
+	}
+	if _, err := strconv.ParseFloat(t, 64); err == nil {
+		return 0, fmt.Errorf("%q has no unit; did you mean %ss? (units: ms, s, m, h)", s, t)
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
+	}
+	return d, nil
+}
+
+// ParsePositiveDuration is ParseDuration that also rejects zero and negative values.
+func ParsePositiveDuration(s string) (time.Duration, error) {
+	d, err := ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q must be positive", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,203 @@
+package lockcore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Key templates.
+//
+// Syntax: placeholders are {field} (the request field name, e.g. OrderId),
+// {value} (its value, e.g. order-demo-001) and, in fence templates only,
+// {key} (the built lock key). A literal brace is doubled: "{{" and "}}".
+// That is how a Redis Cluster hash tag is written: "lock:{field}:{{{value}}}"
+// builds "lock:OrderId:{order-demo-001}".
+//
+// The fence counter key defaults to a key on the lock key's cluster slot
+// (FenceKeyFor), so the acquire script can touch both keys in one call.
+const (
+	// DefaultKeyTemplate builds lock:OrderId:order-demo-001.
+	DefaultKeyTemplate = "lock:{field}:{value}"
+	// DefaultField is the request field name used when none is configured.
+	DefaultField = "OrderId"
+)
+
+// ErrTemplate is wrapped by every template error.
+var ErrTemplate = errors.New("bad key template")
+
+// Template is a parsed key template.
+type Template struct {
+	src   string
+	parts []part
+}
+
+type part struct {
+	lit   string
+	field string // placeholder name, empty for a literal
+}
+
+// ParseTemplate parses a lock or fence key template. allowed lists the
+// placeholders the template may use; required names the one it must use.
+// Errors wrap ErrTemplate and name the template and what is accepted.
+func ParseTemplate(src string, required string, allowed ...string) (*Template, error) {
+	t := &Template{src: src}
+	var lit strings.Builder
+	seen := map[string]bool{}
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '{' && i+1 < len(src) && src[i+1] == '{':
+			lit.WriteByte('{')
+			i++
+		case c == '}' && i+1 < len(src) && src[i+1] == '}':
+			lit.WriteByte('}')
+			i++
+		case c == '{':
+			end := strings.IndexByte(src[i:], '}')
+			if end < 0 {
+				return nil, fmt.Errorf("%w %q: unclosed { at byte %d (write {{ for a literal brace)", ErrTemplate, src, i)
+			}
+			name := src[i+1 : i+end]
+			if !contains(allowed, name) {
+				return nil, fmt.Errorf("%w %q: unknown placeholder {%s}; accepted: %s (write {{ }} for a literal hash-tag brace)", ErrTemplate, src, name, placeholders(allowed))
+			}
+			if lit.Len() > 0 {
+				t.parts = append(t.parts, part{lit: lit.String()})
+				lit.Reset()
+			}
+			t.parts = append(t.parts, part{field: name})
+			seen[name] = true
+			i += end
+		case c == '}':
+			return nil, fmt.Errorf("%w %q: stray } at byte %d (write }} for a literal brace)", ErrTemplate, src, i)
+		default:
+			lit.WriteByte(c)
+		}
+	}
+	if lit.Len() > 0 {
+		t.parts = append(t.parts, part{lit: lit.String()})
+	}
+	if required != "" && !seen[required] {
+		return nil, fmt.Errorf("%w %q: it has no {%s} placeholder, so every %s would share one lock", ErrTemplate, src, required, required)
+	}
+	return t, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func placeholders(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "{" + n + "}"
+	}
+	return strings.Join(out, ", ")
+}
+
+// String returns the template as written.
+func (t *Template) String() string { return t.src }
+
+// Expand fills the placeholders from vars (missing names expand to "").
+func (t *Template) Expand(vars map[string]string) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.field == "" {
+			b.WriteString(p.lit)
+		} else {
+			b.WriteString(vars[p.field])
+		}
+	}
+	return b.String()
+}
+
+// Keys are the two Redis keys of one lock.
+type Keys struct {
+	// Lock holds "<fence>:<owner-token>" with a PX expiry.
+	Lock string `json:"lock"`
+	// Fence is the INCR counter that issues fencing tokens.
+	Fence string `json:"fence"`
+}
+
+// KeySpec turns a business value into Keys: the template syntax is described
+// at the top of this file.
+type KeySpec struct {
+	Field string
+	lock  *Template
+	fence *Template // nil: FenceKeyFor
+}
+
+// NewKeySpec parses the lock key template (must use {value}) and the optional
+// fence template (may use {field}, {value}, {key}; "" = FenceKeyFor). With
+// cluster set, it refuses templates whose lock and fence keys would land on
+// different hash slots, naming both slots. Errors wrap ErrTemplate.
+func NewKeySpec(field, keyTemplate, fenceTemplate string, cluster bool) (*KeySpec, error) {
+	if field == "" {
+		field = DefaultField
+	}
+	if keyTemplate == "" {
+		keyTemplate = DefaultKeyTemplate
+	}
+	lt, err := ParseTemplate(keyTemplate, "value", "field", "value")
+	if err != nil {
+		return nil, err
+	}
+	ks := &KeySpec{Field: field, lock: lt}
+	if fenceTemplate != "" {
+		ft, err := ParseTemplate(fenceTemplate, "", "field", "value", "key")
+		if err != nil {
+			return nil, err
+		}
+		if !ft.uses("key") && !ft.uses("value") {
+			return nil, fmt.Errorf("%w %q: a fence template needs {key} or {value}, so each lock has its own counter", ErrTemplate, fenceTemplate)
+		}
+		ks.fence = ft
+	}
+	if cluster {
+		// A probe value shows whether the template keeps both keys on one slot.
+		k := ks.Keys("probe-value")
+		if a, b := Slot(k.Lock), Slot(k.Fence); a != b {
+			return nil, fmt.Errorf("%w: lock key %q (slot %d) and fence key %q (slot %d) are on different cluster slots; put the value in a hash tag, e.g. \"lock:{field}:{{{value}}}\"", ErrTemplate, k.Lock, a, k.Fence, b)
+		}
+	}
+	return ks, nil
+}
+
+func (t *Template) uses(name string) bool {
+	for _, p := range t.parts {
+		if p.field == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Keys builds the lock and fence keys for one business value. An empty value
+// is the caller's error to report; Keys does not refuse it.
+func (ks *KeySpec) Keys(value string) Keys {
+	vars := map[string]string{"field": ks.Field, "value": value}
+	k := Keys{Lock: ks.lock.Expand(vars)}
+	if ks.fence == nil {
+		k.Fence = FenceKeyFor(k.Lock)
+	} else {
+		vars["key"] = k.Lock
+		k.Fence = ks.fence.Expand(vars)
+	}
+	return k
+}
+
+// FenceKeyFor returns the default fence counter key for a lock key, on the
+// same cluster slot: "<key>:fence" when the key has a hash tag of its own,
+// else "{<key>}:fence" (the whole lock key becomes the hash tag).
+func FenceKeyFor(lockKey string) string {
+	if strings.ContainsAny(lockKey, "{}") {
+		return lockKey + ":fence"
+	}
+	return "{" + lockKey + "}:fence"
+}

@@ -1,0 +1,108 @@
+package lockcore
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// cases.md 9: slots checked on a real cluster.
+func TestSlotCases(t *testing.T) {
+	cases := map[string]int{
+		"lock:resource":                     3196,
+		"lock-signal:resource":              835,
+		"lock:{resource}":                   10348,
+		"lock-signal:{resource}":            10348,
+		"{lock}resource":                    8718,
+		"{lock-signal}resource":             11570,
+		"{Test}:mam8CQJFrTYBEXbcsVKVNA:key": 11336,
+		"redisson_rwlock__{{Test}:mam8CQJFrTYBEXbcsVKVNA:key}": 7473,
+		"lock:OrderId:order-demo-001":                          823,
+		"lock:OrderId:order-demo-001:fence":                    8074,
+	}
+	for k, want := range cases {
+		if got := Slot(k); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
+		}
+	}
+	if HashTag("redisson_rwlock__{{Test}:x}") != "{Test" {
+		t.Errorf("first-{ rule: tag %q", HashTag("redisson_rwlock__{{Test}:x}"))
+	}
+	if HashTag("a{}b") != "a{}b" {
+		t.Error("empty tag must hash the whole key")
+	}
+}
+
+func TestKeySpecDefault(t *testing.T) {
+	ks, err := NewKeySpec("", "", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ks.Keys("order-demo-001")
+	if k.Lock != "lock:OrderId:order-demo-001" || k.Fence != "{lock:OrderId:order-demo-001}:fence" {
+		t.Fatalf("keys %+v", k)
+	}
+	if Slot(k.Lock) != Slot(k.Fence) {
+		t.Errorf("default lock and fence on slots %d and %d", Slot(k.Lock), Slot(k.Fence))
+	}
+}
+
+func TestKeySpecHashTag(t *testing.T) {
+	ks, err := NewKeySpec("OrderId", "lock:{field}:{{{value}}}", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ks.Keys("order-demo-001")
+	if k.Lock != "lock:OrderId:{order-demo-001}" || k.Fence != "lock:OrderId:{order-demo-001}:fence" {
+		t.Fatalf("keys %+v", k)
+	}
+	if Slot(k.Lock) != Slot(k.Fence) {
+		t.Error("hash-tagged keys on different slots")
+	}
+}
+
+func TestKeySpecRejects(t *testing.T) {
+	cases := map[[2]string]string{
+		{"lock:{field}", ""}:                    "no {value} placeholder",
+		{"lock:{id}:{value}", ""}:               "unknown placeholder {id}",
+		{"lock:{value", ""}:                     "unclosed {",
+		{"lock:}{value}", ""}:                   "stray }",
+		{"lock:{value}", "fence:{field}"}:       "needs {key} or {value}",
+		{"lock:{value}", "{key}:fence:{bogus}"}: "unknown placeholder {bogus}",
+	}
+	for in, want := range cases {
+		_, err := NewKeySpec("OrderId", in[0], in[1], false)
+		if err == nil || !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q/%q: %v, want %q", in[0], in[1], err, want)
+		}
+	}
+}
+
+// cases.md 9: a template that splits lock and fence is refused in cluster, naming both slots.
+func TestKeySpecClusterCrossSlot(t *testing.T) {
+	_, err := NewKeySpec("OrderId", "lock:{field}:{value}", "{key}:fence", true)
+	if err == nil {
+		t.Fatal("cross-slot template accepted in cluster mode")
+	}
+	if !strings.Contains(err.Error(), "different cluster slots") || !strings.Contains(err.Error(), "slot") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := NewKeySpec("OrderId", "lock:{field}:{value}", "{key}:fence", false); err != nil {
+		t.Errorf("outside cluster the template is fine: %v", err)
+	}
+}
+
+func TestParseValue(t *testing.T) {
+	f, o, err := ParseValue("34:0123456789abcdef0123456789abcdef")
+	if err != nil || f != 34 || o != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("got %d %q %v", f, o, err)
+	}
+	for _, bad := range []string{"1", "lock", "x:y", "-1:a", "5:"} {
+		if _, _, err := ParseValue(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	if tok := NewOwnerToken(); len(tok) != 32 || tok == NewOwnerToken() {
+		t.Errorf("token %q", tok)
+	}
+}

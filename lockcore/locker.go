@@ -1,0 +1,165 @@
+package lockcore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/acquire.lua
+	acquireLua    string
+	acquireScript = redis.NewScript(acquireLua)
+	//go:embed scripts/renew.lua
+	renewLua    string
+	renewScript = redis.NewScript(renewLua)
+	//go:embed scripts/release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+)
+
+var (
+	// ErrNotObtained means the lock key exists: someone else holds it.
+	// Acquire wraps it in a *HeldError that says by whom.
+	ErrNotObtained = errors.New("lock not obtained")
+	// ErrNotHeld means the lock is no longer ours: it expired or another
+	// owner holds it. Renew and Release return it.
+	ErrNotHeld = errors.New("lock not held")
+)
+
+// HeldError is returned by Acquire when the key exists. It matches
+// ErrNotObtained with errors.Is.
+type HeldError struct {
+	Key string
+	// Type is the Redis type at the key ("string" for a lock).
+	Type string
+	// Value is the holder's value when Type is "string" (may be empty if it
+	// vanished between the two reads).
+	Value string
+	// PTTL is the holder's remaining TTL; -1 ms means no expiry.
+	PTTL time.Duration
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lock %q is held (value %q, PTTL %dms)", e.Key, e.Value, e.PTTL.Milliseconds())
+}
+
+// Is makes errors.Is(err, ErrNotObtained) true.
+func (e *HeldError) Is(target error) bool { return target == ErrNotObtained }
+
+// Client is the part of a go-redis client the Locker needs; *redis.Client,
+// *redis.ClusterClient, *redis.Ring and redis.UniversalClient all satisfy it.
+type Client interface {
+	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
+}
+
+// Locker acquires fenced, owner-checked locks (see scripts/*.lua).
+type Locker struct {
+	client Client
+}
+
+// NewLocker returns a Locker on client.
+func NewLocker(client Client) *Locker { return &Locker{client: client} }
+
+// Lock is one acquisition: the keys, the owner token and the fencing token.
+type Lock struct {
+	locker *Locker
+	Keys   Keys
+	// Owner is the 128-bit random owner token (32 hex characters).
+	Owner string
+	// Fence is the fencing token, issued by INCR on Keys.Fence; a write
+	// boundary that refuses lower values stops stale writers (Kleppmann 2016).
+	Fence int64
+	// Lease is the TTL set on acquire and on each renewal.
+	Lease time.Duration
+	// AcquiredAt is the local (monotonic) time the acquire call was sent: the
+	// lease is provably ours until AcquiredAt + Lease − CancelMargin(Lease).
+	AcquiredAt time.Time
+}
+
+// Value returns the exact bytes stored at the lock key: "<fence>:<owner>".
+func (l *Lock) Value() string { return FormatValue(l.Fence, l.Owner) }
+
+// Acquire takes the lock at keys.Lock for one lease with a fresh owner token:
+// SET NX PX plus INCR of the fence counter in one script. The lease is sent in
+// ms and must be at least 1 ms. It returns a *HeldError (errors.Is
+// ErrNotObtained) when the key exists, or the client's error.
+func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (*Lock, error) {
+	if lease < time.Millisecond {
+		return nil, fmt.Errorf("lease %s is under 1ms", lease)
+	}
+	owner := NewOwnerToken()
+	start := time.Now()
+	res, err := acquireScript.Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) < 2 {
+		return nil, fmt.Errorf("acquire script returned %v", res)
+	}
+	n, _ := res[1].(int64)
+	if ok, _ := res[0].(int64); ok == 1 {
+		return &Lock{locker: lk, Keys: keys, Owner: owner, Fence: n, Lease: lease, AcquiredAt: start}, nil
+	}
+	held := &HeldError{Key: keys.Lock, PTTL: time.Duration(n) * time.Millisecond}
+	if len(res) > 2 {
+		held.Type, _ = res[2].(string)
+	}
+	if held.Type == "string" {
+		v, err := lk.client.Get(ctx, keys.Lock).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		held.Value = v
+	}
+	return nil, held
+}
+
+// Renew sets the lock's TTL back to the full lease if this owner still holds
+// it (owner-checked PEXPIRE; never adds to the remaining TTL, never re-creates
+// a missing key). It returns ErrNotHeld when the key is gone or another owner
+// holds it, or the client's error; on success the lease counts from the
+// moment the call was sent.
+func (l *Lock) Renew(ctx context.Context) error {
+	start := time.Now()
+	n, err := renewScript.Run(ctx, l.locker.client, []string{l.Keys.Lock}, l.Value(), l.Lease.Milliseconds()).Int64()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrNotHeld
+	}
+	l.AcquiredAt = start
+	return nil
+}
+
+// Release deletes the lock if this owner still holds it (owner-checked
+// delete). It returns ErrNotHeld when the key is gone or another owner holds
+// it, or the client's error. The fence counter is never touched.
+func (l *Lock) Release(ctx context.Context) error {
+	return l.locker.ReleaseValue(ctx, l.Keys.Lock, l.Value())
+}
+
+// ReleaseValue deletes key only if it holds exactly value (raw bytes
+// compared). It returns ErrNotHeld otherwise, or the client's error.
+func (lk *Locker) ReleaseValue(ctx context.Context, key, value string) error {
+	n, err := releaseScript.Run(ctx, lk.client, []string{key}, value).Int64()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// ValidUntil is the last local instant the lease is provably held: the send
+// time of the last successful acquire/renew + Lease − CancelMargin(Lease).
+func (l *Lock) ValidUntil() time.Time {
+	return l.AcquiredAt.Add(l.Lease - CancelMargin(l.Lease))
+}

@@ -1,0 +1,352 @@
+package lockcore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+func testKeys(t *testing.T) Keys {
+	ks, err := NewKeySpec("OrderId", "t:"+t.Name()+":{value}", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks.Keys("order-demo-001")
+}
+
+func TestAcquireRenewRelease(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lk := NewLocker(rdb)
+
+	a, err := lk.Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := rdb.Get(ctx, keys.Lock).Result()
+	if v != a.Value() || !strings.HasPrefix(v, "1:") || len(a.Owner) != 32 {
+		t.Fatalf("value %q, lock %+v", v, a)
+	}
+	pttl := rdb.PTTL(ctx, keys.Lock).Val()
+	if pttl <= 9*time.Second || pttl > 10*time.Second {
+		t.Errorf("PTTL %s, want about 10s", pttl)
+	}
+
+	_, err = lk.Acquire(ctx, keys, 10*time.Second)
+	var held *HeldError
+	if !errors.Is(err, ErrNotObtained) || !errors.As(err, &held) || held.Value != a.Value() || held.PTTL <= 0 {
+		t.Fatalf("second acquire: %v", err)
+	}
+	if f, _ := rdb.Get(ctx, keys.Fence).Int64(); f != 1 {
+		t.Errorf("a refused acquire moved the fence counter to %d", f)
+	}
+
+	// Renew sets the TTL back to the full lease, never adds (cases.md 4).
+	rdb.PExpire(ctx, keys.Lock, 2*time.Second)
+	if err := a.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		_ = a.Renew(ctx)
+	}
+	if p := rdb.PTTL(ctx, keys.Lock).Val(); p > 10*time.Second || p < 9*time.Second {
+		t.Errorf("after renewals PTTL %s, want ≤ the 10s lease", p)
+	}
+
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, keys.Lock).Val() != 0 {
+		t.Error("release left the key")
+	}
+	if rdb.Exists(ctx, keys.Fence).Val() != 1 {
+		t.Error("release touched the fence counter")
+	}
+	if err := a.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("second release: %v", err)
+	}
+	// Renew never re-creates a missing key.
+	if err := a.Renew(ctx); !errors.Is(err, ErrNotHeld) || rdb.Exists(ctx, keys.Lock).Val() != 0 {
+		t.Errorf("renew of a released lock: %v", err)
+	}
+
+	b, err := lk.Acquire(ctx, keys, time.Second)
+	if err != nil || b.Fence != 2 {
+		t.Fatalf("next acquire: %+v %v", b, err)
+	}
+}
+
+// cases.md 2 and 3: an expired holder can neither release nor renew the next holder's lock.
+func TestOldHolderCannotTouchNewHolder(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lk := NewLocker(rdb)
+	a, err := lk.Acquire(ctx, keys, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(80 * time.Millisecond)
+	b, err := lk.Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Fence <= a.Fence {
+		t.Errorf("fence did not increase: %d then %d", a.Fence, b.Fence)
+	}
+	if err := a.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("stale release: %v", err)
+	}
+	rdb.PExpire(ctx, keys.Lock, 5*time.Second)
+	if err := a.Renew(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("stale renew: %v", err)
+	}
+	if p := rdb.PTTL(ctx, keys.Lock).Val(); p > 5*time.Second {
+		t.Errorf("stale renew extended the new holder's key to %s", p)
+	}
+	if v := rdb.Get(ctx, keys.Lock).Val(); v != b.Value() {
+		t.Errorf("value %q, want %q", v, b.Value())
+	}
+}
+
+func TestAcquireWrongType(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	rdb.HSet(ctx, keys.Lock, "f", "v")
+	_, err := NewLocker(rdb).Acquire(ctx, keys, time.Second)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Type != "hash" || held.PTTL != -time.Millisecond {
+		t.Fatalf("acquire over a hash: %v (%+v)", err, held)
+	}
+	l := &Lock{locker: NewLocker(rdb), Keys: keys, Owner: "x", Fence: 1, Lease: time.Second}
+	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("release over a hash: %v", err)
+	}
+}
+
+// Mutual exclusion and strictly increasing fences under contention.
+func TestAcquireContention(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lk := NewLocker(rdb)
+	var inside, maxInside, wins atomic.Int64
+	var mu sync.Mutex
+	var fences []int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				l, err := lk.Acquire(ctx, keys, 5*time.Second)
+				if err != nil {
+					continue
+				}
+				n := inside.Add(1)
+				if n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				mu.Lock()
+				fences = append(fences, l.Fence)
+				mu.Unlock()
+				wins.Add(1)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() > 1 {
+		t.Errorf("%d holders at once", maxInside.Load())
+	}
+	seen := map[int64]bool{}
+	for _, f := range fences {
+		if seen[f] {
+			t.Fatalf("fence %d issued twice", f)
+		}
+		seen[f] = true
+	}
+	if wins.Load() == 0 {
+		t.Fatal("nobody acquired")
+	}
+	if c, _ := rdb.Get(ctx, keys.Fence).Int64(); c != wins.Load() {
+		t.Errorf("fence counter %d, acquisitions %d", c, wins.Load())
+	}
+}
+
+// flaky wraps a client and fails script calls on demand (the renewal-loss
+// fault of bsm/redislock's tests).
+type flaky struct {
+	*redis.Client
+	fail atomic.Bool
+}
+
+var errInjected = errors.New("injected fault")
+
+func (f *flaky) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if f.fail.Load() {
+		c := redis.NewCmd(ctx)
+		c.SetErr(errInjected)
+		return c
+	}
+	return f.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+func (f *flaky) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if f.fail.Load() {
+		c := redis.NewCmd(ctx)
+		c.SetErr(errInjected)
+		return c
+	}
+	return f.Client.Eval(ctx, script, keys, args...)
+}
+
+func trustedLease(t *testing.T, lease, every, budget time.Duration) Lease {
+	p := Policy{LeaseCap: lease, RenewBound: time.Hour, RenewEvery: every}
+	l, err := p.LeaseFor(budget, ModeTrusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestKeeperRenewsUntilBudget(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lease := trustedLease(t, 300*time.Millisecond, 100*time.Millisecond, 900*time.Millisecond)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewals atomic.Int64
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease, OnRenew: func(err error) {
+		if err == nil {
+			renewals.Add(1)
+		}
+	}})
+	<-wctx.Done()
+	k.Stop()
+	if !errors.Is(context.Cause(wctx), ErrBudgetExceeded) {
+		t.Fatalf("cause %v, want budget", context.Cause(wctx))
+	}
+	if n := renewals.Load(); n < 5 {
+		t.Errorf("%d renewals in 900ms at 100ms, want ≥5", n)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("lock not held after the keeper ran the budget: %v", err)
+	}
+}
+
+func TestKeeperStopsWhenLockTaken(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lease := trustedLease(t, 2*time.Second, 50*time.Millisecond, time.Minute)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease})
+	defer k.Stop()
+	rdb.Set(ctx, keys.Lock, "99:someone-else", time.Minute)
+	start := time.Now()
+	select {
+	case <-wctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("keeper did not notice the lock was taken")
+	}
+	if !errors.Is(context.Cause(wctx), ErrLeaseLost) {
+		t.Errorf("cause %v, want lost", context.Cause(wctx))
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("noticed after %s; one renewal interval is 50ms", d)
+	}
+}
+
+// Renewals fail (partition): the keeper cancels before the lease could end.
+func TestKeeperCancelsBeforeLeaseEnds(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	f := &flaky{Client: srv.Client(t)}
+	keys := testKeys(t)
+	lease := trustedLease(t, 500*time.Millisecond, 100*time.Millisecond, time.Minute)
+	l, err := NewLocker(f).Acquire(ctx, keys, lease.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failures atomic.Int64
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease, OnRenew: func(err error) {
+		if err != nil {
+			failures.Add(1)
+		}
+	}})
+	defer k.Stop()
+	f.fail.Store(true)
+	<-wctx.Done()
+	cancelledAt := time.Now()
+	if !errors.Is(context.Cause(wctx), ErrLeaseLost) {
+		t.Fatalf("cause %v, want lost", context.Cause(wctx))
+	}
+	if failures.Load() < 2 {
+		t.Errorf("%d failed renewals: a failed renewal must be retried while the lease may be valid", failures.Load())
+	}
+	// The key must still exist when the work was cancelled: it stopped first.
+	if pttl := srv.Client(t).PTTL(ctx, keys.Lock).Val(); pttl <= 0 {
+		t.Errorf("work cancelled at %s after the key was already gone (PTTL %s)", cancelledAt.Format(time.StampMilli), pttl)
+	}
+}
+
+func TestKeeperBound(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	p := Policy{LeaseCap: 200 * time.Millisecond, RenewBound: 300 * time.Millisecond, RenewEvery: 50 * time.Millisecond}
+	lease, _ := p.LeaseFor(250*time.Millisecond, ModeTrusted)
+	lease.Budget = 0 // no budget: only the bound stops it
+	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease})
+	<-wctx.Done()
+	k.Stop()
+	if !errors.Is(context.Cause(wctx), ErrBoundReached) {
+		t.Errorf("cause %v, want bound", context.Cause(wctx))
+	}
+}
+
+func TestKeeperFixedLeaseEndsAtBudget(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lease, _ := DefaultPolicy().LeaseFor(200*time.Millisecond, ModeOrdinary)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease})
+	<-wctx.Done()
+	k.Stop()
+	if !errors.Is(context.Cause(wctx), ErrBudgetExceeded) {
+		t.Errorf("cause %v, want budget", context.Cause(wctx))
+	}
+	if rdb.Exists(ctx, keys.Lock).Val() != 1 {
+		t.Error("work was cancelled after the fixed lease had already expired")
+	}
+}

@@ -1,0 +1,140 @@
+package lockcore
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLeaseForPinnedRows(t *testing.T) {
+	p := DefaultPolicy()
+	cases := []struct {
+		budget    time.Duration
+		mode      Mode
+		lease     time.Duration
+		renewable bool
+		bound     time.Duration
+	}{
+		{30 * time.Second, ModeTrusted, 30 * time.Second, true, 12 * time.Hour},
+		{60 * time.Second, ModeTrusted, 60 * time.Second, true, 12 * time.Hour},
+		{1200 * time.Second, ModeTrusted, 60 * time.Second, true, 12 * time.Hour},
+		{3600 * time.Second, ModeTrusted, 60 * time.Second, true, 12 * time.Hour},
+		{13 * time.Hour, ModeTrusted, 60 * time.Second, true, 13 * time.Hour},
+		{1200 * time.Second, ModeOrdinary, 1200 * time.Second, false, 0},
+		{30 * time.Second, ModeOrdinary, 30 * time.Second, false, 0},
+		{70 * time.Second, ModeOrdinary, 70 * time.Second, false, 0}, // cases.md 6
+	}
+	for _, c := range cases {
+		l, err := p.LeaseFor(c.budget, c.mode)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.budget, c.mode, err)
+		}
+		if l.Lease != c.lease || l.Renewable != c.renewable || l.RenewBound != c.bound {
+			t.Errorf("%s %s: got lease %s renewable %v bound %s, want %s %v %s", c.budget, c.mode, l.Lease, l.Renewable, l.RenewBound, c.lease, c.renewable, c.bound)
+		}
+		if l.TakeoverWait != l.Lease {
+			t.Errorf("%s %s: takeover wait %s, want one lease", c.budget, c.mode, l.TakeoverWait)
+		}
+	}
+}
+
+func TestLeaseDerivedFigures(t *testing.T) {
+	l, err := DefaultPolicy().LeaseFor(1200*time.Second, ModeTrusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.RenewEvery != 20*time.Second {
+		t.Errorf("renew every %s, want 20s (lease/3)", l.RenewEvery)
+	}
+	if l.Renewals != 57 { // (1200-60)/20
+		t.Errorf("renewals %d, want 57", l.Renewals)
+	}
+	if l.CancelMargin != 602*time.Millisecond {
+		t.Errorf("cancel margin %s, want 602ms", l.CancelMargin)
+	}
+	if !hasWarning(l, WarnCheckpoint) {
+		t.Errorf("1200s budget: want %s, got %v", WarnCheckpoint, l.Warnings)
+	}
+	// cases.md 6: the trusted lease for a 70 s budget is 60 s renewed every 20 s.
+	l, _ = DefaultPolicy().LeaseFor(70*time.Second, ModeTrusted)
+	if l.Lease != 60*time.Second || l.RenewEvery != 20*time.Second || l.RenewBound != 12*time.Hour {
+		t.Errorf("70s trusted: %+v", l)
+	}
+}
+
+func TestLeaseWarnings(t *testing.T) {
+	p := DefaultPolicy()
+	l, _ := p.LeaseFor(1200*time.Second, ModeOrdinary)
+	if !hasWarning(l, WarnCrashBlocks) || !hasWarning(l, WarnCheckpoint) {
+		t.Errorf("ordinary 1200s: %v", l.Warnings)
+	}
+	l, _ = p.LeaseFor(120*time.Millisecond, ModeOrdinary) // cases.md 10
+	if !hasWarning(l, WarnSubsecond) {
+		t.Errorf("120ms: %v", l.Warnings)
+	}
+	p.RenewEvery = 30 * time.Second
+	l, _ = p.LeaseFor(1200*time.Second, ModeTrusted)
+	if !hasWarning(l, WarnRenewTooSlow) {
+		t.Errorf("renew 30s of 60s: %v", l.Warnings)
+	}
+	p.RenewEvery = 90 * time.Second
+	l, _ = p.LeaseFor(1200*time.Second, ModeTrusted)
+	if !hasWarning(l, WarnRenewNotNeeded) {
+		t.Errorf("renew 90s of 60s: %v", l.Warnings)
+	}
+	l, _ = DefaultPolicy().LeaseFor(30*time.Second, ModeTrusted)
+	if len(l.Warnings) != 0 {
+		t.Errorf("30s trusted: want no warnings, got %v", l.Warnings)
+	}
+}
+
+func TestLeaseForRejects(t *testing.T) {
+	p := DefaultPolicy()
+	if _, err := p.LeaseFor(0, ModeTrusted); err == nil {
+		t.Error("zero budget accepted")
+	}
+	if _, err := p.LeaseFor(time.Second, Mode("sometimes")); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	p.LeaseCap = 0
+	if _, err := p.LeaseFor(time.Second, ModeTrusted); err == nil {
+		t.Error("zero cap accepted")
+	}
+}
+
+func hasWarning(l Lease, code string) bool {
+	for _, w := range l.Warnings {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseDuration(t *testing.T) {
+	good := map[string]time.Duration{"1200s": 1200 * time.Second, "13h": 13 * time.Hour, "500ms": 500 * time.Millisecond, " 1h30m ": 90 * time.Minute}
+	for in, want := range good {
+		if d, err := ParseDuration(in); err != nil || d != want {
+			t.Errorf("%q: %s %v, want %s", in, d, err, want)
+		}
+	}
+	bad := map[string]string{
+		"1200":         `"1200" has no unit; did you mean 1200s?`,
+		"":             "duration is empty",
+		"soon":         `"soon" is not a duration`,
+		"99999999999h": `"99999999999h" is not a duration`,
+		"12 parsecs":   `"12 parsecs" is not a duration`,
+		"-5s":          "",
+		"0s":           "",
+	}
+	for in, want := range bad {
+		_, err := ParsePositiveDuration(in)
+		if err == nil {
+			t.Errorf("%q accepted", in)
+			continue
+		}
+		if want != "" && !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}

@@ -37,3 +37,28 @@ func ParsePositiveDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// FormatDuration prints a duration the way people write one: 1200s as "20m",
+// 13h as "13h", 602ms as "602ms", 90s as "1m30s" (Go's notation without
+// zero units).
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Second && d > -time.Second:
+		if d%time.Millisecond != 0 {
+			return d.String()
+		}
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d%time.Second != 0:
+		return d.String()
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -45,12 +45,12 @@ const (
 // "Lease policy"). The zero value is not useful: start from DefaultPolicy.
 type Policy struct {
 	// LeaseCap is the longest single lease (one TTL) a renewable lease gets.
-	LeaseCap time.Duration `json:"lease_cap_ms"`
+	LeaseCap time.Duration
 	// RenewBound is the least total time renewals may extend a trusted lock;
 	// the effective bound is max(budget, RenewBound).
-	RenewBound time.Duration `json:"renew_bound_ms"`
+	RenewBound time.Duration
 	// RenewEvery is the renewal interval; zero means lease/3.
-	RenewEvery time.Duration `json:"-"`
+	RenewEvery time.Duration
 }
 
 // DefaultPolicy returns the reference platform's policy: cap 60 s, bound 12 h,
@@ -163,21 +163,73 @@ func (p Policy) warnings(l Lease) []Warning {
 		ws = append(ws, Warning{Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 	if l.Budget > CheckpointAfter {
-		add(WarnCheckpoint, "budget %s is over %s: checkpoint stable units of work so a take-over resumes instead of starting over", l.Budget, CheckpointAfter)
+		add(WarnCheckpoint, "budget %s is over %s: checkpoint stable units of work so a take-over resumes instead of starting over", FormatDuration(l.Budget), FormatDuration(CheckpointAfter))
 	}
 	if l.Mode == ModeOrdinary && l.Budget > p.LeaseCap {
-		add(WarnCrashBlocks, "fixed lease %s is over the %s cap: a crashed holder blocks the key for the whole budget", l.Lease, p.LeaseCap)
+		add(WarnCrashBlocks, "fixed lease %s is over the %s cap: a crashed holder blocks the key for the whole budget", FormatDuration(l.Lease), FormatDuration(p.LeaseCap))
 	}
 	if l.Lease < time.Second {
-		add(WarnSubsecond, "lease %s is under 1s: check the units (ms vs s); sub-second leases need PX, not EX", l.Lease)
+		add(WarnSubsecond, "lease %s is under 1s: check the units (ms vs s); sub-second leases need PX, not EX", FormatDuration(l.Lease))
 	}
 	if l.Renewable {
 		switch {
 		case l.RenewEvery >= l.Lease:
-			add(WarnRenewNotNeeded, "renew-every %s is not shorter than the lease %s: the lease ends before it is renewed", l.RenewEvery, l.Lease)
+			add(WarnRenewNotNeeded, "renew-every %s is not shorter than the lease %s: the lease ends before it is renewed", FormatDuration(l.RenewEvery), FormatDuration(l.Lease))
 		case l.RenewEvery*2 >= l.Lease:
-			add(WarnRenewTooSlow, "renew-every %s is at least half the lease %s: one missed renewal loses the lock", l.RenewEvery, l.Lease)
+			add(WarnRenewTooSlow, "renew-every %s is at least half the lease %s: one missed renewal loses the lock", FormatDuration(l.RenewEvery), FormatDuration(l.Lease))
 		}
 	}
 	return ws
+}
+
+// PolicyReport is a Policy in the stable JSON shape of `lockctl lease`
+// (durations in ms).
+type PolicyReport struct {
+	LeaseCapMS   int64  `json:"lease_cap_ms"`
+	RenewBoundMS int64  `json:"renew_bound_ms"`
+	RenewEveryMS *int64 `json:"renew_every_ms,omitempty"`
+}
+
+// Report returns the policy in ms; renew_every_ms is omitted when it is lease/3.
+func (p Policy) Report() PolicyReport {
+	r := PolicyReport{LeaseCapMS: p.LeaseCap.Milliseconds(), RenewBoundMS: p.RenewBound.Milliseconds()}
+	if p.RenewEvery > 0 {
+		ms := p.RenewEvery.Milliseconds()
+		r.RenewEveryMS = &ms
+	}
+	return r
+}
+
+// LeaseReport is a Lease in the stable JSON shape of `lockctl lease`:
+// durations in ms; renew_every_ms and renew_bound_ms are null when the lease
+// is not renewable.
+type LeaseReport struct {
+	BudgetMS       int64     `json:"budget_ms"`
+	Mode           Mode      `json:"mode"`
+	LeaseMS        int64     `json:"lease_ms"`
+	Renewable      bool      `json:"renewable"`
+	RenewEveryMS   *int64    `json:"renew_every_ms"`
+	RenewBoundMS   *int64    `json:"renew_bound_ms"`
+	Renewals       int64     `json:"renewals"`
+	TakeoverWaitMS int64     `json:"takeover_wait_ms"`
+	CancelMarginMS int64     `json:"cancel_margin_ms"`
+	Warnings       []Warning `json:"warnings"`
+}
+
+// Report returns the lease in its JSON shape; Warnings is never null.
+func (l Lease) Report() LeaseReport {
+	r := LeaseReport{
+		BudgetMS: l.Budget.Milliseconds(), Mode: l.Mode, LeaseMS: l.Lease.Milliseconds(),
+		Renewable: l.Renewable, Renewals: l.Renewals,
+		TakeoverWaitMS: l.TakeoverWait.Milliseconds(), CancelMarginMS: l.CancelMargin.Milliseconds(),
+		Warnings: l.Warnings,
+	}
+	if l.Renewable {
+		every, bound := l.RenewEvery.Milliseconds(), l.RenewBound.Milliseconds()
+		r.RenewEveryMS, r.RenewBoundMS = &every, &bound
+	}
+	if r.Warnings == nil {
+		r.Warnings = []Warning{}
+	}
+	return r
 }

@@ -1,0 +1,159 @@
+package cmd
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Configuration keys. Each is set, in order of precedence, by its flag, by
+// LOCKCTL_<KEY> in the environment ("." and "-" become "_", e.g.
+// LOCKCTL_REDIS_URL, LOCKCTL_POLICY_LEASE_CAP), by the config file, or by the
+// default below (README.md, "Configuration").
+const (
+	keyRedisURL      = "redis.url"
+	keyRedisPassword = "redis.password"
+	keyRedisTimeout  = "redis.timeout"
+	keyOutput        = "output"
+	keyNoColor       = "no_color"
+	keyLeaseCap      = "policy.lease_cap"
+	keyRenewBound    = "policy.renew_bound"
+	keyRenewEvery    = "policy.renew_every"
+	keyLockField     = "lock.field"
+	keyKeyTemplate   = "lock.key_template"
+	keyFenceTemplate = "lock.fence_template"
+)
+
+var configDefaults = map[string]any{
+	keyRedisURL:      "redis://127.0.0.1:6379/0",
+	keyRedisPassword: "",
+	keyRedisTimeout:  "5s",
+	keyOutput:        "table",
+	keyNoColor:       false,
+	keyLeaseCap:      lockcore.DefaultLeaseCap.String(),
+	keyRenewBound:    lockcore.DefaultRenewBound.String(),
+	keyRenewEvery:    "",
+	keyLockField:     lockcore.DefaultField,
+	keyKeyTemplate:   lockcore.DefaultKeyTemplate,
+	keyFenceTemplate: "",
+}
+
+// viperKey is the flag annotation that ties a flag to a configuration key;
+// bindFlags binds the flags of the command being run (and only those, so two
+// commands may share a key).
+const viperKey = "lockctl_config_key"
+
+func flagConfigKey(fs *pflag.FlagSet, flag, key string) {
+	_ = fs.SetAnnotation(flag, viperKey, []string{key})
+}
+
+// loadConfig builds the configuration for one invocation: defaults, the
+// config file (--config, else ./lockctl.yaml, else <user config dir>/lockctl/config.yaml),
+// LOCKCTL_* env, and the flags of cmd.
+func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, error) {
+	v := viper.New()
+	for k, d := range configDefaults {
+		v.SetDefault(k, d)
+	}
+	v.SetEnvPrefix("LOCKCTL")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	v.AutomaticEnv()
+	var bindErr error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if keys, ok := f.Annotations[viperKey]; ok && bindErr == nil {
+			bindErr = v.BindPFlag(keys[0], f)
+		}
+	})
+	if bindErr != nil {
+		return nil, "", bindErr
+	}
+	path := configFile
+	if path == "" {
+		path = findConfigFile()
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, "", usageErrorf("config file %q: %v", path, errors.Unwrap(err))
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
+		}
+	}
+	return v, path, nil
+}
+
+func findConfigFile() string {
+	if _, err := os.Stat("lockctl.yaml"); err == nil {
+		return "lockctl.yaml"
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		p := filepath.Join(dir, "lockctl", "config.yaml")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// durationSetting reads a duration configuration value, naming its key (or
+// flag) and the value when it does not parse or is not positive.
+func durationSetting(v *viper.Viper, key, name string) (time.Duration, error) {
+	s := v.GetString(key)
+	d, err := lockcore.ParsePositiveDuration(s)
+	if err != nil {
+		return 0, usageErrorf("%s %s", name, err)
+	}
+	return d, nil
+}
+
+// policySetting returns the lease policy from policy.lease_cap,
+// policy.renew_bound and policy.renew_every.
+func policySetting(v *viper.Viper) (lockcore.Policy, error) {
+	p := lockcore.DefaultPolicy()
+	var err error
+	if p.LeaseCap, err = durationSetting(v, keyLeaseCap, "lease-cap"); err != nil {
+		return p, err
+	}
+	if p.RenewBound, err = durationSetting(v, keyRenewBound, "renew-bound"); err != nil {
+		return p, err
+	}
+	if v.GetString(keyRenewEvery) != "" {
+		if p.RenewEvery, err = durationSetting(v, keyRenewEvery, "renew-every"); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// keySpecSetting returns the key templates from lock.field, lock.key_template
+// and lock.fence_template.
+func keySpecSetting(v *viper.Viper, cluster bool) (*lockcore.KeySpec, error) {
+	ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), v.GetString(keyKeyTemplate), v.GetString(keyFenceTemplate), cluster)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return ks, nil
+}
+
+// choice checks a value against the accepted ones.
+func choice(name, value string, accepted ...string) error {
+	for _, a := range accepted {
+		if value == a {
+			return nil
+		}
+	}
+	return usageErrorf("%s %q is not one of %s", name, value, strings.Join(accepted, ", "))
+}
+

@@ -1,0 +1,32 @@
+package cmd
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/term"
+)
+
+// IOStreams are the streams a command writes to; tests inject buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// OutTTY and ErrTTY say whether Out and ErrOut are terminals: tables get
+	// colour and progress bars show only there.
+	OutTTY bool
+	ErrTTY bool
+}
+
+// SystemIO returns the process's streams with TTY detection.
+func SystemIO() *IOStreams {
+	return &IOStreams{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr),
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

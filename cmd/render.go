@@ -1,0 +1,182 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"gopkg.in/yaml.v3"
+)
+
+// Output formats every data command offers; some add their own.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+)
+
+// dataFormats are the formats of a plain data command.
+var dataFormats = []string{formatTable, formatJSON, formatYAML}
+
+// Printer renders a command's result in the chosen format. JSON and YAML
+// come from the same struct (json tags; YAML keeps the JSON names and order),
+// so the three formats show the same data.
+type Printer struct {
+	Format string
+	Out    io.Writer
+	TTY    bool
+	Styles *Styles
+}
+
+// newPrinter returns the printer for this invocation's stdout.
+func (f *Factory) newPrinter(format string) *Printer {
+	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor))
+	return &Printer{Format: format, Out: f.IO.Out, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color)}
+}
+
+// Print writes data as JSON or YAML, or calls table for the table format.
+func (p *Printer) Print(data any, table func(*TableView)) error {
+	switch p.Format {
+	case formatJSON:
+		return writeJSON(p.Out, data)
+	case formatYAML:
+		return writeYAML(p.Out, data)
+	}
+	tv := &TableView{p: p}
+	table(tv)
+	return tv.err
+}
+
+func writeJSON(w io.Writer, data any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(data)
+}
+
+// writeYAML converts through JSON so field names, order and null/omitempty
+// behaviour match the JSON output exactly.
+func writeYAML(w io.Writer, data any) error {
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, data); err != nil {
+		return err
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(buf.Bytes(), &node); err != nil {
+		return err
+	}
+	clearStyle(&node)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(&node); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// clearStyle drops the flow style JSON input gives every node, so the YAML
+// comes out in block style.
+func clearStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && needsQuotes(n.Value) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		clearStyle(c)
+	}
+}
+
+// needsQuotes reports strings that would read back as another type in YAML.
+func needsQuotes(s string) bool {
+	var v any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		return true
+	}
+	_, isStr := v.(string)
+	return !isStr || v.(string) != s
+}
+
+// TableView builds the table format: titled sections of aligned rows and
+// lines of text, written in order. On a TTY tables get borders and colour;
+// into a pipe they are plain aligned columns.
+type TableView struct {
+	p   *Printer
+	err error
+}
+
+// Styles returns the printer's styles.
+func (t *TableView) Styles() *Styles { return t.p.Styles }
+
+// Title writes a section title.
+func (t *TableView) Title(s string) {
+	t.Line(t.p.Styles.Title.Render(s))
+}
+
+// Line writes one line of text.
+func (t *TableView) Line(format string, args ...any) {
+	if t.err != nil {
+		return
+	}
+	_, t.err = fmt.Fprintf(t.p.Out, format+"\n", args...)
+}
+
+// Table writes header and rows as one aligned table.
+func (t *TableView) Table(header []string, rows [][]string) {
+	if t.err != nil {
+		return
+	}
+	t.err = renderTable(t.p.Out, t.p.TTY, header, rows)
+}
+
+func renderTable(w io.Writer, tty bool, header []string, rows [][]string) error {
+	var opts []tablewriter.Option
+	if tty {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})))
+	} else {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
+			},
+		})))
+	}
+	opts = append(opts,
+		tablewriter.WithHeaderAutoFormat(tw.On),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithTrimSpace(tw.Off),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+	)
+	var buf bytes.Buffer
+	tbl := tablewriter.NewTable(&buf, opts...)
+	tbl.Header(header)
+	if err := tbl.Bulk(rows); err != nil {
+		return err
+	}
+	if err := tbl.Render(); err != nil {
+		return err
+	}
+	out := buf.String()
+	if !tty {
+		out = trimLines(out)
+	}
+	_, err := io.WriteString(w, out)
+	return err
+}
+
+// trimLines drops trailing spaces and the leading column padding of plain tables.
+func trimLines(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(strings.TrimPrefix(l, " "), " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

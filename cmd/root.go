@@ -1,0 +1,105 @@
+// Package cmd holds lockctl's Cobra commands: flags and config become an
+// options struct, the options call a domain package, the result is rendered.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Execute runs lockctl with args on the given streams and returns the exit
+// code (README.md, "Exit codes"). main calls it with the process's own.
+func Execute(args []string, io *IOStreams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := &Factory{IO: io}
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		fmt.Fprintln(io.ErrOut, "lockctl: interrupted")
+		return ExitInterrupted
+	}
+	code := exitCode(err)
+	var ee *ExitError
+	if errors.As(err, &ee) && ee.Err == nil {
+		return code
+	}
+	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(firstLine(err.Error())))
+	if errors.As(err, &ee) && ee.Hint != "" {
+		fmt.Fprintln(io.ErrOut, ee.Hint)
+	} else if code == ExitUsage {
+		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandPath(root, args))
+	}
+	return code
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// commandPath names the subcommand args were for ("lockctl lease").
+func commandPath(root *cobra.Command, args []string) string {
+	c, _, err := root.Find(args)
+	if err != nil || c == nil {
+		return root.Name()
+	}
+	return c.CommandPath()
+}
+
+// NewRootCmd builds the command tree on f.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lockctl",
+		Short: "Inspect, reason about and safely use Redis locks for long tasks",
+		Long: `lockctl shows who holds a Redis lock and what is wrong with it, explains the
+budget→lease policy, simulates stale writers and other lock failures, reviews
+a long task's design, and runs a command under a renewed, fenced lock.
+
+Read-only: inspect, watch, lease, simulate (without --redis), checklist.
+Writing: run, unlock, simulate --redis (under its own key prefix).`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return f.load(cmd)
+		},
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: err, Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
+	})
+
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.ConfigFile, "config", "", "config file (default ./lockctl.yaml, else <user config dir>/lockctl/config.yaml)")
+	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS (default redis://127.0.0.1:6379/0)")
+	flagConfigKey(pf, "redis", keyRedisURL)
+	pf.StringP("output", "o", "", "output format: table, json, yaml (some commands offer more)")
+	flagConfigKey(pf, "output", keyOutput)
+	pf.String("timeout", "", "timeout of each Redis call (default 5s)")
+	flagConfigKey(pf, "timeout", keyRedisTimeout)
+	pf.Bool("no-color", false, "no colour in table output (NO_COLOR is honoured too)")
+	flagConfigKey(pf, "no-color", keyNoColor)
+
+	root.AddCommand(
+		NewCmdVersion(f, nil),
+		NewCmdLease(f, nil),
+	)
+	// Unknown subcommands and missing arguments are usage errors (exit 2).
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	return root
+}

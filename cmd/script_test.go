@@ -1,0 +1,55 @@
+package cmd_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/internal/golden"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testscript.RunMain(m, map[string]func() int{
+		"lockctl": func() int { return cmd.Execute(os.Args[1:], cmd.SystemIO()) },
+	}))
+}
+
+// TestScripts runs testdata/script/*.txtar against the lockctl binary.
+// `start-redis` starts a real redis-server on a free port for the script and
+// sets REDIS_URL, REDIS_ADDR and LOCKCTL_REDIS_URL; `-update` rewrites the
+// scripts' cmp files.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/script",
+		UpdateScripts: golden.Updating(),
+		Setup: func(env *testscript.Env) error {
+			// No developer's config or colour settings leak in.
+			env.Setenv("HOME", env.WorkDir)
+			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"start-redis": startRedis,
+		},
+	})
+}
+
+func startRedis(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! start-redis")
+	}
+	s, err := redistest.Launch(args...)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Defer(s.Stop)
+	ts.Setenv("REDIS_ADDR", s.Addr)
+	ts.Setenv("REDIS_PORT", strconv.Itoa(s.Port))
+	ts.Setenv("REDIS_URL", s.URL())
+	ts.Setenv("LOCKCTL_REDIS_URL", s.URL())
+}
+

@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"io"
+	"os"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+// The palette and every style lockctl uses, declared once.
+var (
+	colorAccent = lipgloss.AdaptiveColor{Light: "#5A3FC0", Dark: "#A58BFF"}
+	colorMuted  = lipgloss.AdaptiveColor{Light: "#6B6B6B", Dark: "#9A9A9A"}
+	colorError  = lipgloss.AdaptiveColor{Light: "#B3261E", Dark: "#FF6B6B"}
+	colorWarn   = lipgloss.AdaptiveColor{Light: "#8A5A00", Dark: "#F2C14E"}
+	colorOK     = lipgloss.AdaptiveColor{Light: "#1B7F3B", Dark: "#5FD38D"}
+)
+
+// Styles are the named styles, bound to one output's renderer so colour is
+// off when that output is not a terminal, NO_COLOR is set or --no-color given.
+type Styles struct {
+	Title  lipgloss.Style
+	Header lipgloss.Style
+	Muted  lipgloss.Style
+	Error  lipgloss.Style
+	Warn   lipgloss.Style
+	OK     lipgloss.Style
+	Accent lipgloss.Style
+}
+
+// newStyles returns the styles for w; colour only when color is true.
+func newStyles(w io.Writer, color bool) *Styles {
+	r := lipgloss.NewRenderer(w)
+	if !color {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return &Styles{
+		Title:  r.NewStyle().Bold(true).Foreground(colorAccent),
+		Header: r.NewStyle().Bold(true),
+		Muted:  r.NewStyle().Foreground(colorMuted),
+		Error:  r.NewStyle().Bold(true).Foreground(colorError),
+		Warn:   r.NewStyle().Foreground(colorWarn),
+		OK:     r.NewStyle().Foreground(colorOK),
+		Accent: r.NewStyle().Foreground(colorAccent),
+	}
+}
+
+// Level styles a severity or status word: error/fail/unsafe red,
+// warning/warn yellow, ok/pass/safe green, anything else unstyled.
+func (s *Styles) Level(word string) string {
+	switch word {
+	case "error", "fail", "unsafe", "lost":
+		return s.Error.Render(word)
+	case "warning", "warn", "manual":
+		return s.Warn.Render(word)
+	case "ok", "pass", "safe", "info":
+		return s.OK.Render(word)
+	}
+	return word
+}
+
+// colorWanted applies NO_COLOR (no-color.org) and --no-color on top of TTY detection.
+func colorWanted(tty, noColorFlag bool) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return tty && !noColorFlag
+}

@@ -156,4 +156,3 @@ func choice(name, value string, accepted ...string) error {
 	}
 	return usageErrorf("%s %q is not one of %s", name, value, strings.Join(accepted, ", "))
 }
-

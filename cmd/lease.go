@@ -19,7 +19,7 @@ type LeaseOptions struct {
 
 // LeaseResult is the stable JSON shape of `lockctl lease -o json` (README.md).
 type LeaseResult struct {
-	Policy lockcore.PolicyReport   `json:"policy"`
+	Policy lockcore.PolicyReport  `json:"policy"`
 	Leases []lockcore.LeaseReport `json:"leases"`
 }
 
@@ -166,4 +166,3 @@ func leaseRows(leases []lockcore.Lease) ([]string, [][]string) {
 	}
 	return header, rows
 }
-

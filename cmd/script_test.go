@@ -52,4 +52,3 @@ func startRedis(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("REDIS_URL", s.URL())
 	ts.Setenv("LOCKCTL_REDIS_URL", s.URL())
 }
-

@@ -69,6 +69,7 @@ allowance Redlock clients use), and warnings. Never touches Redis.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&budgets, "budget", nil, "execution budget(s), repeatable or comma-separated: 30s,1200s,13h (required)")
 	fl.StringVar(&mode, "mode", "both", "trusted, ordinary or both")
+	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"trusted", "ordinary", "both"}, cobra.ShellCompDirectiveNoFileComp))
 	addPolicyFlags(cmd)
 	return cmd
 }

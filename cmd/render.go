@@ -23,6 +23,9 @@ const (
 // dataFormats are the formats of a plain data command.
 var dataFormats = []string{formatTable, formatJSON, formatYAML}
 
+// allFormats are offered by shell completion of -o; each command checks its own.
+var allFormats = []string{formatTable, formatJSON, formatYAML, "jsonl", "markdown", "junit", "sarif", "github", "mermaid"}
+
 // Printer renders a command's result in the chosen format. JSON and YAML
 // come from the same struct (json tags; YAML keeps the JSON names and order),
 // so the three formats show the same data.

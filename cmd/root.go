@@ -89,6 +89,9 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	flagConfigKey(pf, "redis", keyRedisURL)
 	pf.StringP("output", "o", "", "output format: table, json, yaml (some commands offer more)")
 	flagConfigKey(pf, "output", keyOutput)
+	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return allFormats, cobra.ShellCompDirectiveNoFileComp
+	})
 	pf.String("timeout", "", "timeout of each Redis call (default 5s)")
 	flagConfigKey(pf, "timeout", keyRedisTimeout)
 	pf.Bool("no-color", false, "no colour in table output (NO_COLOR is honoured too)")

@@ -74,9 +74,6 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 	if err != nil {
 		return nil, usageErrorf("redis URL %q: %s; accepted: redis://[user[:password]@]host[:port][/db] or rediss:// for TLS", shown, f.scrub(err.Error()))
 	}
-	if opt.Password != "" {
-		f.secrets = append(f.secrets, opt.Password)
-	}
 	if opt.Password == "" {
 		opt.Password = f.Config.GetString(keyRedisPassword)
 	}

@@ -101,7 +101,7 @@ func rulePerObject(e *env) verdict {
 		}
 		return fail(path, "%v", err)
 	}
-	return pass("lock.key_template", "%s=%s locks %s", e.s.Lock.Field, ExampleValue, ks.Keys(ExampleValue).Lock)
+	return pass("lock.key_template", "one lock per %s: %s", e.s.Lock.Field, ks.Keys("<value>").Lock)
 }
 
 // ruleClusterSlot: in a cluster, lock and fence keys on different slots fail
@@ -152,12 +152,12 @@ func ruleRelease(e *env) verdict {
 func ruleMatchesPolicy(e *env) verdict {
 	l := e.s.Lock
 	if l.Lease == 0 {
-		return pass("lock.budget", "lease derived from the policy: %s for a %s %s budget", fd(e.want.Lease), l.Mode, fd(e.want.Budget))
+		return pass("lock.budget", "lease derived from the policy: %s for a %s budget, %s", fd(e.want.Lease), fd(e.want.Budget), l.Mode)
 	}
 	got, want := time.Duration(l.Lease), e.want.Lease
 	switch {
 	case got == want:
-		return pass("lock.lease", "lease %s is the policy's for a %s %s budget", fd(got), l.Mode, fd(e.want.Budget))
+		return pass("lock.lease", "lease %s is the policy's for a %s budget, %s", fd(got), fd(e.want.Budget), l.Mode)
 	case l.Mode == lockcore.ModeOrdinary && got < want:
 		return fail("lock.lease", "ordinary lease %s is shorter than its %s budget and never renewed: it expires mid-work and a waiter takes over (policy: lease = budget)", fd(got), fd(e.want.Budget))
 	case l.Mode == lockcore.ModeOrdinary:

@@ -110,7 +110,7 @@ func TestCases(t *testing.T) {
 		line           int
 	}{
 		{"case1_constant_owner", "lock_key.owner-token.fail.yaml", "lock_key.owner-token", StatusFail, "constant owner token", 13},
-		{"case4_renew_add", "lease.renew-sets.fail.yaml", "lease.renew-sets", StatusFail, "renew: add extends what is left", 13},
+		{"case4_renew_add", "lease.renew-sets.fail.yaml", "lease.renew-sets", StatusFail, "renew: add adds a lease to what is left", 13},
 		{"case6_ordinary_45s_of_70s", "lease.matches-policy.fail.yaml", "lease.matches-policy", StatusFail, "ordinary lease 45s is shorter than its 1m10s budget", 11},
 		{"case10_subsecond", "lease.units.warn.yaml", "lease.units", StatusWarn, "lease 120ms is under 1s", 9},
 	}

@@ -19,7 +19,7 @@ func (r *Report) Markdown() []byte {
 			b.WriteString("\n")
 		}
 		if t.Spec == "" {
-			b.WriteString("# Long-task review\n\n")
+			b.WriteString("# Long-task review\n")
 		} else {
 			fmt.Fprintf(&b, "# Long-task review: %s (`%s`)\n\n", mdText(t.Task), t.Spec)
 			fmt.Fprintf(&b, "%s\n", summaryLine(tally(t.Items)))

@@ -185,7 +185,7 @@ func ruleRenewSets(e *env) verdict {
 	const p = "lock.renew"
 	switch {
 	case e.s.Lock.Renew == "add":
-		return fail(p, "renew: add extends what is left, so the TTL drifts upward with every renewal (10s renewed every 8s reaches ~15m after an hour)")
+		return fail(p, "renew: add adds a lease to what is left, so the TTL grows with every renewal instead of returning to one lease")
 	case e.s.Lock.Renew == "set":
 		return pass(p, "a renewal sets the TTL to one lease")
 	case e.s.Lock.Mode == lockcore.ModeOrdinary:

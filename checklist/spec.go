@@ -328,11 +328,15 @@ func schemaErrors(file string, ve *jsonschema.ValidationError, lines map[string]
 			for i, w := range k.Want {
 				want[i] = fmt.Sprint(w)
 			}
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %s is not one of %s", path, display(k.Got), strings.Join(want, ", "))})
+			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %s is not one of %s", label(path), display(k.Got), strings.Join(want, ", "))})
 		case *kind.Type:
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: got %s (%s); want %s", path, display(valueAt(inst, e.InstanceLocation)), k.Got, strings.Join(k.Want, " or "))})
+			got := "null"
+			if v := valueAt(inst, e.InstanceLocation); v != nil {
+				got = fmt.Sprintf("%s (%s)", display(v), k.Got)
+			}
+			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: got %s; want %s", label(path), got, strings.Join(k.Want, " or "))})
 		case *kind.Format:
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %v", path, k.Err)})
+			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %v", label(path), k.Err)})
 		default:
 			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %s", label(path), e.ErrorKind.LocalizedString(message.NewPrinter(language.English)))})
 		}
@@ -356,8 +360,6 @@ func valueAt(inst any, loc []string) any {
 
 func display(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return "the value"
 	case string:
 		return strconv.Quote(x)
 	case map[string]any:

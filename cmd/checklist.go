@@ -213,9 +213,8 @@ func crossCheck(opts *ChecklistOptions, report *checklist.Report, specs []*check
 		return err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(opts.Ctx, conn.Timeout*4)
-	defer cancel()
-	if err := checklist.CrossCheck(ctx, conn.Client, report, specs, opts.Value, eo); err != nil {
+	// Each call is bounded by the client's --timeout.
+	if err := checklist.CrossCheck(opts.Ctx, conn.Client, report, specs, opts.Value, eo); err != nil {
 		if opts.Ctx.Err() != nil {
 			return opts.Ctx.Err()
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/checklist"
+	"github.com/lockctl/lockctl/internal/golden"
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/spf13/cobra"
 )
@@ -100,5 +101,22 @@ func TestChecklistLive(t *testing.T) {
 	io, _, errOut = testIO()
 	if code := Execute([]string{"checklist", "--spec", spec, "--redis", "redis://127.0.0.1:1/0", "--value", "x", "--timeout", "500ms"}, io); code != ExitRedis {
 		t.Errorf("unreachable: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestChecklistSpecsGolden renders every rule's passing and failing spec
+// (checklist/testdata/specs) through the command in the formats cmd renders;
+// the checklist package's TestFormats has the same specs in json, markdown,
+// junit, sarif and github.
+func TestChecklistSpecsGolden(t *testing.T) {
+	for _, format := range []string{formatTable, formatYAML} {
+		t.Run(format, func(t *testing.T) {
+			io, out, errOut := testIO()
+			code := Execute([]string{"checklist", "--spec", "../checklist/testdata/specs/*.yaml", "-o", format}, io)
+			if code != ExitCheckFailed || errOut.Len() != 0 {
+				t.Fatalf("exit %d, stderr %s", code, errOut)
+			}
+			golden.Assert(t, out.Bytes(), "")
+		})
 	}
 }

@@ -102,6 +102,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdLease(f, nil),
 		NewCmdConfig(f, nil),
 		NewCmdDocs(f, nil),
+		NewCmdChecklist(f, nil),
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs

@@ -1,0 +1,99 @@
+package checklist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+)
+
+// Observation is what the live cross-check read for one task: its keys for
+// the given value, the lock's PTTL in ms (-2 no key, -1 no expiry) and
+// whether the fence counter exists, with its value.
+type Observation struct {
+	Value       string `json:"value"`
+	LockKey     string `json:"lock_key"`
+	FenceKey    string `json:"fence_key"`
+	PTTLMS      int64  `json:"pttl_ms"`
+	FenceExists bool   `json:"fence_exists"`
+	Fence       string `json:"fence,omitempty"`
+}
+
+// Reader is the read-only part of a Redis client the cross-check uses
+// (PTTL, EXISTS, GET): it never writes.
+type Reader interface {
+	PTTL(ctx context.Context, key string) *redis.DurationCmd
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+	Get(ctx context.Context, key string) *redis.StringCmd
+}
+
+// CrossCheck compares each evaluated spec with the live keys of value
+// (read-only): a spec claiming a fence counter whose key does not exist makes
+// commit_check.fence-counter fail, and a live PTTL above the spec's lease (or
+// no expiry at all) makes lease.matches-policy fail, both with the observed
+// values. specs and r.Tasks are in the same order (as Evaluate returns them).
+// It returns the first Redis error.
+func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value string, opts Options) error {
+	for i, s := range specs {
+		ks, err := lockcore.NewKeySpec(s.Lock.Field, s.Lock.KeyTemplate, s.Lock.FenceTemplate, false)
+		if err != nil {
+			continue // lock_key.per-object already fails; there are no keys to read
+		}
+		k := ks.Keys(value)
+		obs := &Observation{Value: value, LockKey: k.Lock, FenceKey: k.Fence}
+		pttl, err := rd.PTTL(ctx, k.Lock).Result()
+		if err != nil {
+			return err
+		}
+		obs.PTTLMS = pttlMS(pttl)
+		n, err := rd.Exists(ctx, k.Fence).Result()
+		if err != nil {
+			return err
+		}
+		obs.FenceExists = n == 1
+		if obs.FenceExists {
+			if obs.Fence, err = rd.Get(ctx, k.Fence).Result(); err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+		}
+		t := &r.Tasks[i]
+		t.Live = obs
+		lease := time.Duration(s.Lock.Lease)
+		if lease == 0 {
+			want, err := opts.Policy.LeaseFor(time.Duration(s.Lock.Budget), s.Lock.Mode)
+			if err != nil {
+				return err
+			}
+			lease = want.Lease
+		}
+		for j := range t.Items {
+			it := &t.Items[j]
+			switch {
+			case it.ID == "commit_check.fence-counter" && s.Lock.Fencing == "counter" && !obs.FenceExists:
+				it.Status = StatusFail
+				it.Reason = fmt.Sprintf("live: the spec claims a fence counter but %s does not exist (lock %s PTTL %dms)", k.Fence, k.Lock, obs.PTTLMS)
+				it.Line = s.Line("lock.fencing")
+			case it.ID == "lease.matches-policy" && obs.PTTLMS == -1:
+				it.Status = StatusFail
+				it.Reason = fmt.Sprintf("live: %s has no expiry (PTTL -1); the spec's lease is %s", k.Lock, fd(lease))
+			case it.ID == "lease.matches-policy" && obs.PTTLMS > lease.Milliseconds():
+				it.Status = StatusFail
+				it.Reason = fmt.Sprintf("live: %s has PTTL %dms, above the spec's lease %s (%dms)", k.Lock, obs.PTTLMS, fd(lease), lease.Milliseconds())
+			}
+		}
+	}
+	r.Tally()
+	return nil
+}
+
+// pttlMS maps go-redis' PTTL reply to Redis' convention: -2 no key, -1 no
+// expiry, else the remaining ms.
+func pttlMS(d time.Duration) int64 {
+	if d < 0 {
+		return int64(d)
+	}
+	return d.Milliseconds()
+}

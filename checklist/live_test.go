@@ -1,0 +1,98 @@
+package checklist
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+// TestCrossCheck compares the init template with live keys on a real Redis:
+// a missing fence counter and a PTTL above the lease fail with the observed
+// values; matching keys leave the verdicts alone; nothing is written.
+func TestCrossCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	spec, err := ParseSpec("order-import.yaml", Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The template: lock:OrderId:<value>, fence {lock:OrderId:<value>}:fence, lease 1m.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(rdb.Set(ctx, "lock:OrderId:drifted", "17:0123456789abcdef0123456789abcdef", 15*time.Minute).Err())
+	must(rdb.Set(ctx, "lock:OrderId:forever", "17:0123456789abcdef0123456789abcdef", 0).Err())
+	must(rdb.Set(ctx, "{lock:OrderId:forever}:fence", "17", 0).Err())
+	must(rdb.Set(ctx, "lock:OrderId:healthy", "18:0123456789abcdef0123456789abcdef", 40*time.Second).Err())
+	must(rdb.Set(ctx, "{lock:OrderId:healthy}:fence", "18", 0).Err())
+	must(rdb.ConfigResetStat(ctx).Err())
+
+	tests := []struct {
+		value       string
+		fence       Status
+		fenceReason string
+		lease       Status
+		leaseReason string
+	}{
+		{"drifted", StatusFail, "live: the spec claims a fence counter but {lock:OrderId:drifted}:fence does not exist", StatusFail, "above the spec's lease 1m (60000ms)"},
+		{"forever", StatusPass, "", StatusFail, "live: lock:OrderId:forever has no expiry (PTTL -1)"},
+		{"healthy", StatusPass, "", StatusPass, ""},
+		{"absent", StatusFail, "does not exist (lock lock:OrderId:absent PTTL -2ms)", StatusPass, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.value, func(t *testing.T) {
+			r, err := Evaluate([]*Spec{spec}, defaults())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := CrossCheck(ctx, rdb, r, []*Spec{spec}, tc.value, defaults()); err != nil {
+				t.Fatal(err)
+			}
+			fence, lease := item(t, r.Tasks[0], "commit_check.fence-counter"), item(t, r.Tasks[0], "lease.matches-policy")
+			if fence.Status != tc.fence || !strings.Contains(fence.Reason, tc.fenceReason) {
+				t.Errorf("fence-counter = %s %q", fence.Status, fence.Reason)
+			}
+			if lease.Status != tc.lease || !strings.Contains(lease.Reason, tc.leaseReason) {
+				t.Errorf("matches-policy = %s %q", lease.Status, lease.Reason)
+			}
+			if tc.fence == StatusFail && fence.Line != spec.Line("lock.fencing") {
+				t.Errorf("fence-counter line %d, want the lock.fencing line", fence.Line)
+			}
+			if r.Summary.Fail != map[Status]int{StatusFail: 1}[tc.fence]+map[Status]int{StatusFail: 1}[tc.lease] {
+				t.Errorf("summary %+v not recounted", r.Summary)
+			}
+			if o := r.Tasks[0].Live; o == nil || o.LockKey != "lock:OrderId:"+tc.value {
+				t.Errorf("live observation %+v", o)
+			}
+		})
+	}
+	healthy := func() *Observation {
+		r, _ := Evaluate([]*Spec{spec}, defaults())
+		must(CrossCheck(ctx, rdb, r, []*Spec{spec}, "healthy", defaults()))
+		return r.Tasks[0].Live
+	}()
+	if !healthy.FenceExists || healthy.Fence != "18" || healthy.PTTLMS <= 0 || healthy.PTTLMS > 40000 {
+		t.Errorf("healthy observation %+v", healthy)
+	}
+	// Read-only: the server saw only PTTL, EXISTS and GET (and our INFO).
+	stats, err := rdb.Info(ctx, "commandstats").Result()
+	must(err)
+	for _, line := range strings.Split(stats, "\n") {
+		name, _, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		switch name {
+		case "pttl", "exists", "get", "info", "config|resetstat":
+		default:
+			t.Errorf("the cross-check issued %s", name)
+		}
+	}
+}

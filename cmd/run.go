@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 )
@@ -331,6 +332,9 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			}
 		})
 	}
+	// The child owns stderr: go-redis' own log lines (pool dial failures while
+	// the server is down) would interleave with it; lockctl reports those itself.
+	redis.SetLogger(quietLog{})
 	path, err := exec.LookPath(opts.Command[0])
 	if err != nil {
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], errors.Unwrap(err))}
@@ -352,6 +356,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	return superviseChild(ctx, opts, conn, lock, path)
 }
+
+// quietLog drops go-redis' internal log lines.
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
 
 // heldMessage says who holds the lock: owner, fence, remaining TTL.
 func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
@@ -486,7 +495,7 @@ func stopReason(cause, lastRenewErr error, l lockcore.Lease, key string) string 
 	case lastRenewErr != nil:
 		return fmt.Sprintf("lease lost: renewals of %s failed (%s) and the lease can no longer be proven", key, oneLine(lastRenewErr))
 	}
-	return fmt.Sprintf("lease lost: %s could not be renewed in time", key)
+	return fmt.Sprintf("lease lost: no renewal of %s succeeded in time (Redis unreachable or too slow)", key)
 }
 
 func releaseText(err error) string {

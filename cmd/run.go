@@ -486,6 +486,8 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 // stopReason says why the Keeper cancelled the work.
 func stopReason(cause, lastRenewErr error, l lockcore.Lease, key string) string {
 	switch {
+	case errors.Is(cause, lockcore.ErrBudgetExceeded) && !l.Renewable:
+		return fmt.Sprintf("budget %s reached (the fixed lease ends with it: stopping cancel margin + grace early)", lockcore.FormatDuration(l.Budget))
 	case errors.Is(cause, lockcore.ErrBudgetExceeded):
 		return fmt.Sprintf("budget %s reached", lockcore.FormatDuration(l.Budget))
 	case errors.Is(cause, lockcore.ErrBoundReached):

@@ -18,6 +18,13 @@ const (
 	ExitUsage       = 2   // usage or input error
 	ExitRedis       = 3   // cannot reach Redis, auth refused, or timed out
 	ExitInterrupted = 130 // Ctrl-C / SIGINT
+
+	// `lockctl run` only; on a normal exit run passes the child's own code
+	// through (128+N when a signal N ended it).
+	ExitNotObtained = 75  // the lock is held by another owner (sysexits EX_TEMPFAIL: try again later)
+	ExitLeaseLost   = 76  // the lease was lost while the child ran; the child was stopped
+	ExitBudget      = 124 // the budget (or the renewal bound) ended; the child was stopped (as timeout(1))
+	ExitCannotRun   = 127 // the command was not found or could not be started (as sh, env, timeout)
 )
 
 // ExitError carries an exit code with the one-line error to print. A nil Err

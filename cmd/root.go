@@ -103,6 +103,8 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdConfig(f, nil),
 		NewCmdDocs(f, nil),
 		NewCmdChecklist(f, nil),
+		NewCmdRun(f, nil),
+		NewCmdUnlock(f, nil),
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs

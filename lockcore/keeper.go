@@ -27,6 +27,12 @@ type KeeperOptions struct {
 	RetryEvery time.Duration
 	// OnRenew, if set, is called after every renewal attempt with its error (nil on success).
 	OnRenew func(err error)
+	// StopAhead moves the "lease can no longer be proven" cancel earlier by
+	// this much: the work is cancelled at ValidUntil − StopAhead, so a worker
+	// given StopAhead to wind down (lockctl run's --grace before SIGKILL) is
+	// gone by ValidUntil, before the lease could pass to another holder. Zero
+	// cancels at ValidUntil. Renewal calls are bounded by the same instant.
+	StopAhead time.Duration
 }
 
 // Keeper renews a lock on the policy's schedule and cancels the work's
@@ -34,6 +40,9 @@ type KeeperOptions struct {
 // bound is reached (ErrBoundReached) or the budget ends (ErrBudgetExceeded).
 // The proof is local and monotonic: the send time of the last successful
 // acquire/renew + lease − CancelMargin (Redis docs, Redlock drift allowance).
+// A renewal call runs beside the timers, so a call that hangs (a paused or
+// partitioned server, a client that ignores context deadlines) cannot delay
+// the cancel.
 type Keeper struct {
 	lock   *Lock
 	opts   KeeperOptions
@@ -56,8 +65,9 @@ func Keep(parent context.Context, lock *Lock, opts KeeperOptions) (context.Conte
 	return ctx, k
 }
 
-// Stop ends renewals and waits for the renewer to exit. It does not release
-// the lock and is safe to call more than once.
+// Stop ends renewals and waits for the renewer to exit; a renewal call still
+// in flight is cancelled and its result discarded. It does not release the
+// lock and is safe to call more than once.
 func (k *Keeper) Stop() {
 	k.once.Do(func() { close(k.stop) })
 	<-k.done
@@ -82,7 +92,9 @@ func (k *Keeper) loop(ctx context.Context) {
 		defer t.Stop()
 		boundEnd = t.C
 	}
-	lost := time.NewTimer(time.Until(k.lock.ValidUntil()))
+	// stopAt is when the work must be cancelled unless a renewal succeeds first.
+	stopAt := func() time.Time { return k.lock.ValidUntil().Add(-k.opts.StopAhead) }
+	lost := time.NewTimer(time.Until(stopAt()))
 	defer lost.Stop()
 	var renew <-chan time.Time
 	next := time.NewTimer(0)
@@ -93,6 +105,10 @@ func (k *Keeper) loop(ctx context.Context) {
 	} else {
 		next.Stop()
 	}
+	// At most one renewal is in flight; its result comes back on inflight.
+	var inflight chan renewResult
+	rcancel := context.CancelFunc(func() {})
+	defer func() { rcancel() }()
 	for {
 		select {
 		case <-k.stop:
@@ -115,15 +131,20 @@ func (k *Keeper) loop(ctx context.Context) {
 			}
 			return
 		case <-renew:
-			rctx, rcancel := context.WithDeadline(ctx, k.lock.ValidUntil())
-			err := k.lock.Renew(rctx)
+			inflight, rcancel = k.startRenew(ctx, stopAt())
+		case r := <-inflight:
+			inflight = nil
 			rcancel()
+			err := r.err
+			if err == nil {
+				k.lock.AcquiredAt = r.sent
+			}
 			if k.opts.OnRenew != nil {
 				k.opts.OnRenew(err)
 			}
 			switch {
 			case err == nil:
-				lost.Reset(time.Until(k.lock.ValidUntil()))
+				lost.Reset(time.Until(stopAt()))
 				next.Reset(time.Until(k.lock.AcquiredAt.Add(l.RenewEvery)))
 			case errors.Is(err, ErrNotHeld):
 				k.cancel(ErrLeaseLost)
@@ -134,4 +155,22 @@ func (k *Keeper) loop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// startRenew sends one renewal, bounded by deadline, from its own goroutine;
+// the result arrives on the returned channel.
+func (k *Keeper) startRenew(ctx context.Context, deadline time.Time) (chan renewResult, context.CancelFunc) {
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	ch := make(chan renewResult, 1)
+	go func() {
+		sent, err := k.lock.renew(rctx)
+		ch <- renewResult{sent, err}
+	}()
+	return ch, cancel
+}
+
+// renewResult is one renewal call's outcome: when it was sent and its error.
+type renewResult struct {
+	sent time.Time
+	err  error
 }

@@ -126,16 +126,25 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 // holds it, or the client's error; on success the lease counts from the
 // moment the call was sent.
 func (l *Lock) Renew(ctx context.Context) error {
-	start := time.Now()
+	sent, err := l.renew(ctx)
+	if err == nil {
+		l.AcquiredAt = sent
+	}
+	return err
+}
+
+// renew runs the renewal script without touching l (the Keeper applies the
+// send time itself) and returns when the call was sent.
+func (l *Lock) renew(ctx context.Context) (time.Time, error) {
+	sent := time.Now()
 	n, err := renewScript.Run(ctx, l.locker.client, []string{l.Keys.Lock}, l.Value(), l.Lease.Milliseconds()).Int64()
 	if err != nil {
-		return err
+		return sent, err
 	}
 	if n != 1 {
-		return ErrNotHeld
+		return sent, ErrNotHeld
 	}
-	l.AcquiredAt = start
-	return nil
+	return sent, nil
 }
 
 // Release deletes the lock if this owner still holds it (owner-checked

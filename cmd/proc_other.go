@@ -1,0 +1,14 @@
+//go:build !unix
+
+package cmd
+
+import (
+	"os"
+	"syscall"
+)
+
+// childProcAttr has nothing to add where there are no process groups.
+func childProcAttr() *syscall.SysProcAttr { return nil }
+
+// signalGroup can only kill the child where there are no POSIX signals.
+func signalGroup(p *os.Process, _ syscall.Signal) error { return p.Kill() }

@@ -1,0 +1,520 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+)
+
+// RunOptions are the inputs of `lockctl run`.
+type RunOptions struct {
+	IO *IOStreams
+	// Printer renders the --dry-run plan.
+	Printer *Printer
+	// Redis connects to the configured server (Factory.Redis).
+	Redis func(context.Context) (*RedisConn, error)
+	Keys  lockcore.Keys
+	Lease lockcore.Lease
+	// Wait is how long to retry while the lock is held (0: one attempt).
+	Wait    time.Duration
+	Backoff lockcore.Backoff
+	// Grace is the time between SIGTERM and SIGKILL, after ClampGrace.
+	Grace time.Duration
+	// GraceClamped says the --grace asked for did not fit the lease.
+	GraceClamped bool
+	// Command is the child's argv (already wrapped in sh -c with --shell).
+	Command []string
+	DryRun  bool
+}
+
+// RunPlan is the stable JSON shape of `lockctl run --dry-run -o json`
+// (README.md): the keys, the lease and when the child is stopped. Durations
+// are in ms.
+type RunPlan struct {
+	Keys    lockcore.Keys        `json:"keys"`
+	Command []string             `json:"command"`
+	Lease   lockcore.LeaseReport `json:"lease"`
+	WaitMS  int64                `json:"wait_ms"`
+	GraceMS int64                `json:"grace_ms"`
+	// GraceClamped is true when --grace was lowered to fit the lease.
+	GraceClamped bool `json:"grace_clamped"`
+	// BudgetTermMS is when the budget sends SIGTERM, in ms after the acquire.
+	BudgetTermMS int64 `json:"budget_term_ms"`
+	// LostTermBeforeEndMS: when renewals fail, SIGTERM comes this long before
+	// the lease could end (cancel margin + grace).
+	LostTermBeforeEndMS int64 `json:"lost_term_before_end_ms"`
+	// KillBeforeEndMS: the SIGKILL lands at least this long (the cancel
+	// margin) before the lease could end and pass to another holder.
+	KillBeforeEndMS int64 `json:"kill_before_end_ms"`
+}
+
+// NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
+func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	var budget, mode, wait, grace, key string
+	var shell, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command under a renewed, fenced Redis lock (writes to Redis)",
+		Long: `Run a command while holding a Redis lock, the way a durable background task
+should: the lease follows the policy (see 'lockctl lease') and is renewed
+until the budget ends; the child gets its fencing token; the child is stopped
+before the lease could pass to someone else; the lock is released
+(owner-checked) when the child exits.
+
+WRITES TO REDIS: acquire (SET NX PX of the lock key and INCR of its fence
+counter, in one script), renewals (owner-checked PEXPIRE) and the release
+(owner-checked DEL). The fence counter is never reset or deleted.
+
+The key is built from VALUE with the key template (lock.field,
+lock.key_template, lock.fence_template; default lock:OrderId:VALUE), or
+given exactly with --key.
+
+The child runs directly (through sh -c only with --shell), in its own
+process group, with stdin, stdout and stderr passed through and, in its
+environment:
+  LOCKCTL_KEY       the lock key
+  LOCKCTL_OWNER     this acquisition's owner token (32 hex characters)
+  LOCKCTL_FENCE     the fencing token: send it with every write and have the
+                    store refuse lower values
+  LOCKCTL_DEADLINE  when the budget sends SIGTERM (RFC3339, UTC, ms)
+
+When the lease is lost (renewal refused, or renewals failing until the lease
+can no longer be proven), the budget ends or the renewal bound is reached,
+the child's process group gets SIGTERM, then SIGKILL after --grace. When
+renewals fail, SIGTERM comes cancel margin + grace before the lease could
+end, so the SIGKILL lands before another holder could take over; a grace
+that does not fit the lease is lowered (and said so). SIGINT, SIGTERM and
+SIGHUP sent to lockctl are forwarded to the child; lockctl waits for it.
+
+Exit codes: the child's own on a normal exit (128+N if signal N ended it);
+75 lock held by another owner; 76 lease lost; 124 budget or renewal bound
+reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
+		Example: `  lockctl run order-demo-001 --budget 1200s -- ./import.sh --order order-demo-001
+  lockctl run order-demo-001 --budget 30s --mode ordinary --wait 10s -- make backfill
+  lockctl run --key cron:nightly --budget 2h --shell -- 'pg_dump shop > "/backup/$LOCKCTL_FENCE.sql"'
+  lockctl run order-demo-001 --budget 1200s --dry-run -o json -- ./import.sh`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := f.Output(dataFormats...)
+			if err != nil {
+				return err
+			}
+			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun}
+			value, command, err := splitRunArgs(args, cmd.ArgsLenAtDash(), key != "", dryRun)
+			if err != nil {
+				return err
+			}
+			if opts.Keys, err = keysSetting(f.Config, value, key); err != nil {
+				return err
+			}
+			if opts.Lease, err = leaseSetting(f.Config, budget, mode); err != nil {
+				return err
+			}
+			if opts.Wait, err = nonNegativeDuration("wait", wait); err != nil {
+				return err
+			}
+			g, err := nonNegativeDuration("grace", grace)
+			if err != nil {
+				return err
+			}
+			if opts.Grace, err = ClampGrace(opts.Lease, g); err != nil {
+				return err
+			}
+			if opts.Grace < g {
+				opts.GraceClamped = true
+				fmt.Fprintf(f.IO.ErrOut, "lockctl: --grace %s does not fit the %s lease: lowered to %s so the SIGKILL lands before the lease could pass to another holder\n",
+					lockcore.FormatDuration(g), lockcore.FormatDuration(opts.Lease.Lease), lockcore.FormatDuration(opts.Grace))
+			}
+			opts.Command = command
+			if shell && len(command) > 0 {
+				opts.Command = []string{"/bin/sh", "-c", strings.Join(command, " ")}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&budget, "budget", "", "execution budget of the command, e.g. 1200s (required)")
+	fl.StringVar(&mode, "mode", string(lockcore.ModeTrusted), "trusted (lease renewed up to the bound) or ordinary (lease = budget, fixed)")
+	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
+	fl.StringVar(&wait, "wait", "0s", "how long to retry while the lock is held (backoff with jitter; 0s: fail at once)")
+	fl.StringVar(&grace, "grace", "5s", "time between SIGTERM and SIGKILL (lowered when it does not fit the lease)")
+	fl.BoolVar(&shell, "shell", false, "run the command through /bin/sh -c (arguments joined by spaces)")
+	fl.BoolVar(&dryRun, "dry-run", false, "print the keys and the lease plan; touch neither Redis nor the command")
+	addKeyFlags(cmd)
+	addPolicyFlags(cmd)
+	return cmd
+}
+
+// addKeyFlags adds --field, --key-template and --fence-template, bound to the
+// lock.* configuration keys.
+func addKeyFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.String("field", "", "request field name the key is built from (default OrderId)")
+	flagConfigKey(fl, "field", keyLockField)
+	fl.String("key-template", "", "lock key template: {field}, {value}; {{ }} for hash-tag braces (default lock:{field}:{value})")
+	flagConfigKey(fl, "key-template", keyKeyTemplate)
+	fl.String("fence-template", "", "fence counter key template: {field}, {value}, {key} (default {<lock key>}:fence)")
+	flagConfigKey(fl, "fence-template", keyFenceTemplate)
+}
+
+// splitRunArgs splits VALUE from the command after "--".
+func splitRunArgs(args []string, dash int, haveKey, dryRun bool) (value string, command []string, err error) {
+	before := args
+	if dash >= 0 {
+		before, command = args[:dash], args[dash:]
+	}
+	if len(command) == 0 && !dryRun {
+		return "", nil, usageErrorf("no command: put the command to run after --, e.g. lockctl run order-demo-001 --budget 1200s -- ./import.sh")
+	}
+	value, err = lockValue(before, haveKey)
+	return value, command, err
+}
+
+// lockValue checks that exactly one of VALUE and --key was given.
+func lockValue(args []string, haveKey bool) (string, error) {
+	switch {
+	case haveKey && len(args) > 0:
+		return "", usageErrorf("give either VALUE or --key, not both (got VALUE %q)", args[0])
+	case haveKey:
+		return "", nil
+	case len(args) == 0:
+		return "", usageErrorf("no lock: give VALUE (e.g. order-demo-001) or --key KEY")
+	case len(args) > 1:
+		return "", usageErrorf("one VALUE expected, got %d (%s); put a command after --", len(args), strings.Join(args, " "))
+	case args[0] == "":
+		return "", usageErrorf("VALUE is empty")
+	}
+	return args[0], nil
+}
+
+// keysSetting builds the lock and fence keys from VALUE and the key
+// templates, or from an exact --key (the fence template still applies).
+func keysSetting(v *viper.Viper, value, key string) (lockcore.Keys, error) {
+	if key != "" {
+		ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), "{value}", v.GetString(keyFenceTemplate), false)
+		if err != nil {
+			return lockcore.Keys{}, usageErrorf("%v", err)
+		}
+		return ks.Keys(key), nil
+	}
+	ks, err := keySpecSetting(v, false)
+	if err != nil {
+		return lockcore.Keys{}, err
+	}
+	return ks.Keys(value), nil
+}
+
+// leaseSetting applies the configured policy to --budget and --mode.
+func leaseSetting(v *viper.Viper, budget, mode string) (lockcore.Lease, error) {
+	if budget == "" {
+		return lockcore.Lease{}, usageErrorf("--budget is required, e.g. --budget 1200s")
+	}
+	b, err := lockcore.ParsePositiveDuration(budget)
+	if err != nil {
+		return lockcore.Lease{}, usageErrorf("budget %s", err)
+	}
+	m, err := lockcore.ParseMode(mode)
+	if err != nil {
+		return lockcore.Lease{}, usageErrorf("%v", err)
+	}
+	p, err := policySetting(v)
+	if err != nil {
+		return lockcore.Lease{}, err
+	}
+	l, err := p.LeaseFor(b, m)
+	if err != nil {
+		return lockcore.Lease{}, usageErrorf("%v", err)
+	}
+	return l, nil
+}
+
+func nonNegativeDuration(name, s string) (time.Duration, error) {
+	d, err := lockcore.ParseDuration(s)
+	if err != nil {
+		return 0, usageErrorf("%s %s", name, err)
+	}
+	if d < 0 {
+		return 0, usageErrorf("%s %q must not be negative", name, s)
+	}
+	return d, nil
+}
+
+// ClampGrace returns the longest grace (SIGTERM → SIGKILL) the lease leaves
+// room for, at most grace. When renewals fail the child gets SIGTERM at
+// ValidUntil − grace, so grace must end after the first renewal could have
+// been tried: the rule is grace ≤ (lease − cancel margin − renew-every) / 2,
+// half the slack after the first renewal, the other half for its retries
+// (for a fixed lease, renew-every counts as 0). It returns a usage error when
+// renew-every leaves no slack at all.
+func ClampGrace(l lockcore.Lease, grace time.Duration) (time.Duration, error) {
+	slack := l.Lease - l.CancelMargin - l.RenewEvery
+	if slack <= 0 {
+		return 0, usageErrorf("renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease would end before it is renewed",
+			lockcore.FormatDuration(l.RenewEvery), lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
+	}
+	return min(grace, (slack / 2).Truncate(time.Millisecond)), nil
+}
+
+// budgetTerm is when the budget sends SIGTERM, after the acquire: the budget
+// for a renewed lease; for a fixed lease (lease = budget) the lease end minus
+// cancel margin and grace, so the SIGKILL still lands inside the lease.
+func budgetTerm(l lockcore.Lease, grace time.Duration) time.Duration {
+	if !l.Renewable && l.Budget <= l.Lease {
+		return l.Lease - l.CancelMargin - grace
+	}
+	return l.Budget
+}
+
+func (opts *RunOptions) plan() RunPlan {
+	return RunPlan{
+		Keys: opts.Keys, Command: append([]string{}, opts.Command...), Lease: opts.Lease.Report(),
+		WaitMS: opts.Wait.Milliseconds(), GraceMS: opts.Grace.Milliseconds(), GraceClamped: opts.GraceClamped,
+		BudgetTermMS:        budgetTerm(opts.Lease, opts.Grace).Milliseconds(),
+		LostTermBeforeEndMS: (opts.Lease.CancelMargin + opts.Grace).Milliseconds(),
+		KillBeforeEndMS:     opts.Lease.CancelMargin.Milliseconds(),
+	}
+}
+
+// runPlanRows is the pure row builder of the --dry-run table.
+func runPlanRows(p RunPlan) ([]string, [][]string) {
+	ms := func(v int64) string { return lockcore.FormatDuration(time.Duration(v) * time.Millisecond) }
+	renew := "no (fixed lease)"
+	if p.Lease.Renewable {
+		renew = fmt.Sprintf("every %s, bound %s", ms(*p.Lease.RenewEveryMS), ms(*p.Lease.RenewBoundMS))
+	}
+	grace := ms(p.GraceMS)
+	if p.GraceClamped {
+		grace += " (lowered to fit the lease)"
+	}
+	command := strings.Join(p.Command, " ")
+	if command == "" {
+		command = "-"
+	}
+	return []string{"setting", "value"}, [][]string{
+		{"lock key", p.Keys.Lock},
+		{"fence key", p.Keys.Fence},
+		{"command", command},
+		{"budget", fmt.Sprintf("%s (%s)", ms(p.Lease.BudgetMS), p.Lease.Mode)},
+		{"lease", ms(p.Lease.LeaseMS)},
+		{"renewed", renew},
+		{"wait", ms(p.WaitMS)},
+		{"grace", grace},
+		{"budget SIGTERM", "at " + ms(p.BudgetTermMS) + " after the acquire"},
+		{"lost SIGTERM", ms(p.LostTermBeforeEndMS) + " before the lease could end"},
+		{"lost SIGKILL", ms(p.KillBeforeEndMS) + " before the lease could end"},
+	}
+}
+
+func runRun(ctx context.Context, opts *RunOptions) error {
+	if opts.DryRun {
+		p := opts.plan()
+		return opts.Printer.Print(p, func(t *TableView) {
+			t.Line("dry run: nothing is written to Redis and the command is not started")
+			t.Line("")
+			header, rows := runPlanRows(p)
+			t.Table(header, rows)
+			for _, w := range p.Lease.Warnings {
+				t.Line("%s %s", t.Styles().Level("warning"), w.Message)
+			}
+		})
+	}
+	// The child owns stderr: go-redis' own log lines (pool dial failures while
+	// the server is down) would interleave with it; lockctl reports those itself.
+	redis.SetLogger(quietLog{})
+	path, err := exec.LookPath(opts.Command[0])
+	if err != nil {
+		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], errors.Unwrap(err))}
+	}
+	conn, err := opts.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	lock, err := lockcore.NewLocker(conn.Client).AcquireWait(ctx, opts.Keys, opts.Lease.Lease, opts.Wait, opts.Backoff)
+	var held *lockcore.HeldError
+	switch {
+	case errors.As(err, &held):
+		return &ExitError{Code: ExitNotObtained, Err: heldMessage(held, opts.Wait)}
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return redisError(conn.URL, err)
+	}
+	return superviseChild(ctx, opts, conn, lock, path)
+}
+
+// quietLog drops go-redis' internal log lines.
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
+
+// heldMessage says who holds the lock: owner, fence, remaining TTL.
+func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
+	waited := "--wait 0s"
+	if wait > 0 {
+		waited = "after waiting " + lockcore.FormatDuration(wait)
+	}
+	switch {
+	case h.Type != "string":
+		return fmt.Errorf("lock not obtained (%s): %s holds a Redis %s, not a lock value; PTTL %s", waited, h.Key, h.Type, pttlText(h.PTTL))
+	}
+	who := fmt.Sprintf("value %q", h.Value)
+	if fence, owner, err := lockcore.ParseValue(h.Value); err == nil {
+		who = fmt.Sprintf("owner %s (fence %d)", owner, fence)
+	}
+	return fmt.Errorf("lock not obtained (%s): %s is held by %s, PTTL %s", waited, h.Key, who, pttlText(h.PTTL))
+}
+
+func pttlText(d time.Duration) string {
+	if d < 0 {
+		return "none (no expiry)"
+	}
+	return lockcore.FormatDuration(d)
+}
+
+// superviseChild runs the child under the Keeper: it forwards signals, stops
+// the child when the Keeper cancels, and releases the lock when it exits.
+func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	release := func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conn.Timeout)
+		defer cancel()
+		return lock.Release(rctx)
+	}
+	if ctx.Err() != nil { // interrupted between the acquire and here
+		_ = release()
+		return ctx.Err()
+	}
+
+	deadline := lock.AcquiredAt.Add(budgetTerm(opts.Lease, opts.Grace))
+	child := exec.Command(path, opts.Command[1:]...)
+	child.Args[0] = opts.Command[0]
+	child.Stdin, child.Stdout, child.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
+	child.Env = append(os.Environ(),
+		"LOCKCTL_KEY="+lock.Keys.Lock,
+		"LOCKCTL_OWNER="+lock.Owner,
+		"LOCKCTL_FENCE="+strconv.FormatInt(lock.Fence, 10),
+		"LOCKCTL_DEADLINE="+deadline.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+	)
+	child.SysProcAttr = childProcAttr()
+	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
+	if err := child.Start(); err != nil {
+		_ = release()
+		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
+	}
+
+	var lastRenewErr error // written by the Keeper; read after Stop
+	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
+		Lease: opts.Lease, StopAhead: opts.Grace,
+		OnRenew: func(err error) { lastRenewErr = err },
+	})
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+
+	var cause error
+	var kill <-chan time.Time
+	workDone := work.Done()
+	for waiting := true; waiting; {
+		select {
+		case s := <-sigs:
+			_ = signalGroup(child.Process, s.(syscall.Signal))
+		case <-workDone:
+			workDone = nil
+			keeper.Stop()
+			cause = context.Cause(work)
+			_ = signalGroup(child.Process, syscall.SIGTERM)
+			// SIGKILL after the grace, and never after the lease stops being provable.
+			killAt := time.Now().Add(opts.Grace)
+			if v := lock.ValidUntil(); v.Before(killAt) {
+				killAt = v
+			}
+			wait := max(time.Until(killAt), 0)
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			kill = t.C
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
+				stopReason(cause, lastRenewErr, opts.Lease, lock.Keys.Lock), lockcore.FormatDuration(wait.Round(time.Millisecond)))
+		case <-kill:
+			kill = nil
+			_ = signalGroup(child.Process, syscall.SIGKILL)
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
+		case <-exited:
+			waiting = false
+		}
+	}
+	keeper.Stop()
+	// Whatever is left in the child's process group would run without the
+	// lock: stop it before releasing.
+	_ = signalGroup(child.Process, syscall.SIGKILL)
+
+	relErr := release()
+	if cause == nil {
+		switch {
+		case errors.Is(relErr, lockcore.ErrNotHeld):
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: %s was no longer held when the command exited (it expired or was taken over)\n", lock.Keys.Lock)
+		case relErr != nil:
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", lock.Keys.Lock, oneLine(relErr), lockcore.FormatDuration(lock.Lease))
+		}
+		if code := childExitCode(child.ProcessState); code != 0 {
+			return &ExitError{Code: code}
+		}
+		return nil
+	}
+	code := ExitLeaseLost
+	if errors.Is(cause, lockcore.ErrBudgetExceeded) || errors.Is(cause, lockcore.ErrBoundReached) {
+		code = ExitBudget
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("command stopped (%s), lock %s", child.ProcessState, releaseText(relErr))}
+}
+
+// stopReason says why the Keeper cancelled the work.
+func stopReason(cause, lastRenewErr error, l lockcore.Lease, key string) string {
+	switch {
+	case errors.Is(cause, lockcore.ErrBudgetExceeded) && !l.Renewable:
+		return fmt.Sprintf("budget %s reached (the fixed lease ends with it: stopping cancel margin + grace early)", lockcore.FormatDuration(l.Budget))
+	case errors.Is(cause, lockcore.ErrBudgetExceeded):
+		return fmt.Sprintf("budget %s reached", lockcore.FormatDuration(l.Budget))
+	case errors.Is(cause, lockcore.ErrBoundReached):
+		return fmt.Sprintf("renewal bound %s reached", lockcore.FormatDuration(l.RenewBound))
+	case errors.Is(lastRenewErr, lockcore.ErrNotHeld):
+		return fmt.Sprintf("lease lost: %s is no longer ours (it expired or another owner holds it)", key)
+	case lastRenewErr != nil:
+		return fmt.Sprintf("lease lost: renewals of %s failed (%s) and the lease can no longer be proven", key, oneLine(lastRenewErr))
+	}
+	return fmt.Sprintf("lease lost: no renewal of %s succeeded in time (Redis unreachable or too slow)", key)
+}
+
+func releaseText(err error) string {
+	switch {
+	case err == nil:
+		return "released"
+	case errors.Is(err, lockcore.ErrNotHeld):
+		return "no longer held"
+	}
+	return "not released (" + oneLine(err) + "); it expires on its own"
+}
+
+// childExitCode is the child's exit code, or 128+N when signal N ended it
+// (the shell's convention).
+func childExitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -1,0 +1,384 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+// These tests run the real lockctl binary (testscript's RunMain puts it on
+// PATH) against a real redis-server, with real children: sh scripts.
+
+type proc struct {
+	*exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+// startLockctl starts `lockctl args...` against the server at url.
+func startLockctl(t *testing.T, url string, args ...string) *proc {
+	t.Helper()
+	p := &proc{Cmd: exec.Command("lockctl", args...)}
+	home := t.TempDir()
+	p.Env = append(os.Environ(), "LOCKCTL_REDIS_URL="+url, "HOME="+home, "XDG_CONFIG_HOME="+home, "NO_COLOR=1")
+	p.Stdout, p.Stderr = &p.stdout, &p.stderr
+	p.WaitDelay = 3 * time.Second
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.ProcessState == nil {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	})
+	return p
+}
+
+// exit waits for lockctl and returns its exit code.
+func (p *proc) exit(t *testing.T) int {
+	t.Helper()
+	err := p.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("lockctl: %v", err)
+	}
+	return p.ProcessState.ExitCode()
+}
+
+func runLockctl(t *testing.T, url string, args ...string) (*proc, int) {
+	t.Helper()
+	p := startLockctl(t, url, args...)
+	return p, p.exit(t)
+}
+
+// waitFile waits until path exists and is not empty and returns its content.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n")) {
+			return string(b)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("%s was not written", path)
+	return ""
+}
+
+// alive reports whether pid runs: it exists and is not a zombie (an orphan
+// killed here may wait for a reaper that never comes in a container).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// goneAt polls pid until it no longer exists and returns when.
+func goneAt(t *testing.T, pid int, limit time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return time.Now()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("pid %d still running after %s", pid, limit)
+	return time.Time{}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// Two `lockctl run` on one key, started together, many times: the critical
+// sections never overlap and fences strictly increase.
+func TestRunMutualExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	marks := filepath.Join(t.TempDir(), "marks")
+	child := `echo "start $LOCKCTL_FENCE" >> "$1"; sleep 0.01; echo "end $LOCKCTL_FENCE" >> "$1"`
+	const rounds = 12
+	for r := range rounds {
+		var ps []*proc
+		for range 2 {
+			ps = append(ps, startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "5s", "--", "sh", "-c", child, "sh", marks))
+		}
+		for _, p := range ps {
+			if code := p.exit(t); code != 0 {
+				t.Fatalf("round %d: exit %d: %s", r, code, p.stderr.String())
+			}
+		}
+	}
+	b, err := os.ReadFile(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 4*rounds {
+		t.Fatalf("%d marks, want %d:\n%s", len(lines), 4*rounds, b)
+	}
+	last := int64(0)
+	for i := 0; i < len(lines); i += 2 {
+		var s, e int64
+		if !scanMark(lines[i], "start", &s) || !scanMark(lines[i+1], "end", &e) || s != e {
+			t.Fatalf("critical sections overlap at marks %d-%d: %q, %q\n%s", i, i+1, lines[i], lines[i+1], b)
+		}
+		if s <= last {
+			t.Fatalf("fence %d after %d: not strictly increasing", s, last)
+		}
+		last = s
+	}
+	ctx := context.Background()
+	if n := srv.Client(t).Exists(ctx, "lock:OrderId:order-demo-001").Val(); n != 0 {
+		t.Error("lock left behind")
+	}
+	if f, _ := srv.Client(t).Get(ctx, "{lock:OrderId:order-demo-001}:fence").Int64(); f != 2*rounds {
+		t.Errorf("fence counter %d, want %d", f, 2*rounds)
+	}
+}
+
+func scanMark(line, word string, fence *int64) bool {
+	w, n, ok := strings.Cut(line, " ")
+	if !ok || w != word {
+		return false
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	*fence = v
+	return err == nil
+}
+
+// leaseLostArgs: a 600ms lease renewed every 200ms, grace 100ms; the child
+// writes its pid and ignores SIGTERM, so only the SIGKILL stops it.
+func leaseLostArgs(pidFile string) []string {
+	return []string{"run", "order-demo-001", "--budget", "30s", "--lease-cap", "600ms", "--grace", "100ms", "--timeout", "300ms",
+		"--", "sh", "-c", `trap "" TERM; echo $$ > "$1"; while :; do sleep 0.01; done`, "sh", pidFile}
+}
+
+const lostLease = 600 * time.Millisecond
+const lostGrace = 100 * time.Millisecond
+
+// checkGraceGiven: the child got (about) the whole grace between SIGTERM and
+// SIGKILL, and still was gone before the lease could end.
+func checkGraceGiven(t *testing.T, stderr string) {
+	t.Helper()
+	if !regexp.MustCompile(`SIGTERM sent to the command, SIGKILL in ([5-9]\d|100)ms\n`).MatchString(stderr) {
+		t.Errorf("the child did not get the 100ms grace: %s", stderr)
+	}
+}
+
+func TestRunLeaseLostOverwritten(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile)...)
+	pid := readPID(t, pidFile)
+	ctx := context.Background()
+	rdb := srv.Client(t)
+	pttl := rdb.PTTL(ctx, "lock:OrderId:order-demo-001").Val()
+	rdb.Set(ctx, "lock:OrderId:order-demo-001", "99:another-owner", time.Minute)
+	overwritten := time.Now()
+	gone := goneAt(t, pid, 3*time.Second)
+	if code := p.exit(t); code != cmd.ExitLeaseLost {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
+	}
+	checkGraceGiven(t, p.stderr.String())
+	if late := gone.Sub(overwritten); late > pttl+lostGrace {
+		t.Errorf("child gone %s after the overwrite; the old lease had %s left, grace %s", late, pttl, lostGrace)
+	}
+	if !strings.Contains(p.stderr.String(), "lease lost: lock:OrderId:order-demo-001 is no longer ours") {
+		t.Errorf("stderr: %s", p.stderr.String())
+	}
+	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "99:another-owner" {
+		t.Errorf("the new owner's lock was touched: %q", v)
+	}
+}
+
+func TestRunLeaseLostClientPause(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile)...)
+	pid := readPID(t, pidFile)
+	ctx := context.Background()
+	// Every renewal before now succeeded or the lease was already counting down:
+	// the lease cannot outlive paused + lease.
+	paused := time.Now()
+	if err := srv.Client(t).Do(ctx, "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	gone := goneAt(t, pid, 3*time.Second)
+	if code := p.exit(t); code != cmd.ExitLeaseLost {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
+	}
+	checkGraceGiven(t, p.stderr.String())
+	if late := gone.Sub(paused); late > lostLease {
+		t.Errorf("child gone %s after the pause began; the lease is %s", late, lostLease)
+	}
+	if !strings.Contains(p.stderr.String(), "SIGKILL sent") {
+		t.Errorf("a child ignoring SIGTERM must be killed: %s", p.stderr.String())
+	}
+}
+
+func TestRunLeaseLostServerKilled(t *testing.T) {
+	srv, err := redistest.Launch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile)...)
+	pid := readPID(t, pidFile)
+	killed := time.Now()
+	srv.Stop()
+	gone := goneAt(t, pid, 3*time.Second)
+	if code := p.exit(t); code != cmd.ExitLeaseLost {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
+	}
+	checkGraceGiven(t, p.stderr.String())
+	if late := gone.Sub(killed); late > lostLease {
+		t.Errorf("child gone %s after the server died; the lease is %s", late, lostLease)
+	}
+	if !strings.Contains(p.stderr.String(), "lockctl: lease lost: ") {
+		t.Errorf("stderr: %s", p.stderr.String())
+	}
+}
+
+func TestRunBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	start := time.Now()
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "500ms", "--lease-cap", "300ms", "--grace", "50ms",
+		"--", "sh", "-c", `echo $$ > "$1"; sleep 10`, "sh", pidFile)
+	pid := readPID(t, pidFile)
+	if code := p.exit(t); code != cmd.ExitBudget {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitBudget, p.stderr.String())
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Errorf("stopped after %s, before the 500ms budget", d)
+	}
+	if alive(pid) {
+		t.Error("child still running after lockctl exited")
+	}
+	if !strings.Contains(p.stderr.String(), "budget 500ms reached; SIGTERM sent") {
+		t.Errorf("stderr: %s", p.stderr.String())
+	}
+	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+		t.Error("lock not released")
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		script string
+		want   int
+	}{
+		{"exit 0", 0},
+		{"exit 7", 7},
+		{"kill -KILL $$", 128 + 9},
+		{`test "$LOCKCTL_KEY" = lock:OrderId:order-demo-001 && test ${#LOCKCTL_OWNER} = 32 && test "$LOCKCTL_FENCE" -gt 0 && date -d "$LOCKCTL_DEADLINE" >/dev/null`, 0},
+	} {
+		p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--", "sh", "-c", tc.script)
+		if code != tc.want {
+			t.Errorf("%s: exit %d, want %d: %s", tc.script, code, tc.want, p.stderr.String())
+		}
+	}
+	p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--", "no-such-command-lockctl")
+	if code != cmd.ExitCannotRun || !strings.Contains(p.stderr.String(), `cannot run "no-such-command-lockctl"`) {
+		t.Errorf("missing command: exit %d: %s", code, p.stderr.String())
+	}
+	// Redis unreachable: 3.
+	dead := "redis://127.0.0.1:1/0"
+	if _, code := runLockctl(t, dead, "run", "order-demo-001", "--budget", "10s", "--", "true"); code != cmd.ExitRedis {
+		t.Errorf("unreachable Redis: exit %d", code)
+	}
+}
+
+func TestRunHeld(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	srv.Client(t).Set(ctx, "lock:OrderId:order-demo-001", "41:0123456789abcdef0123456789abcdef", 400*time.Millisecond)
+	p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--grace", "1s", "--", "true")
+	if code != cmd.ExitNotObtained {
+		t.Fatalf("exit %d, want %d", code, cmd.ExitNotObtained)
+	}
+	if !regexp.MustCompile(`^lockctl: lock not obtained \(--wait 0s\): lock:OrderId:order-demo-001 is held by owner 0123456789abcdef0123456789abcdef \(fence 41\), PTTL \d+ms\n$`).MatchString(p.stderr.String()) {
+		t.Errorf("stderr: %q", p.stderr.String())
+	}
+	// --wait outlasts the holder's TTL.
+	p, code = runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "2s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)
+	if code != 0 || p.stdout.String() != "1\n" {
+		t.Errorf("--wait: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	}
+}
+
+// Signals sent to lockctl reach the child; lockctl waits for it, passes its
+// code through and releases the lock.
+func TestRunForwardsSignals(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		dir := t.TempDir()
+		pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
+		script := `trap 'echo ` + signalName(sig) + ` > "$2"; exit 42' ` + signalName(sig) + `; echo $$ > "$1"; while :; do sleep 0.01; done`
+		p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--", "sh", "-c", script, "sh", pidFile, got)
+		pid := readPID(t, pidFile)
+		if err := p.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if code := p.exit(t); code != 42 {
+			t.Errorf("%s: exit %d, want the child's 42: %s", sig, code, p.stderr.String())
+		}
+		if b, _ := os.ReadFile(got); strings.TrimSpace(string(b)) != signalName(sig) {
+			t.Errorf("%s: child recorded %q", sig, b)
+		}
+		if alive(pid) {
+			t.Errorf("%s: child still running", sig)
+		}
+		if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+			t.Errorf("%s: lock not released", sig)
+		}
+	}
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGTERM:
+		return "TERM"
+	}
+	return "HUP"
+}
+
+// A helper the child leaves behind in its process group would run without
+// the lock: lockctl stops it before releasing.
+func TestRunLeavesNothingRunning(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	_, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--",
+		"sh", "-c", `sleep 30 >/dev/null 2>&1 & echo $! > "$1"`, "sh", pidFile)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	pid := readPID(t, pidFile)
+	goneAt(t, pid, time.Second)
+}

@@ -1,0 +1,308 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Verdicts of `lockctl unlock`.
+const (
+	UnlockOwned    = "owned"     // --owner holds the lock: deleted
+	UnlockNotOwner = "not_owner" // another owner holds it: nothing deleted
+	UnlockAbsent   = "absent"    // no key: nothing deleted
+	UnlockChanged  = "changed"   // the value changed between the read and the delete: nothing deleted
+	UnlockForced   = "forced"    // --force: deleted whatever was there
+	UnlockDeclined = "declined"  // --force not confirmed: nothing deleted
+)
+
+// UnlockOptions are the inputs of `lockctl unlock`.
+type UnlockOptions struct {
+	IO *IOStreams
+	// InTTY says whether IO.In is a terminal (a --force prompt needs one).
+	InTTY   bool
+	Printer *Printer
+	Redis   func(context.Context) (*RedisConn, error)
+	Key     string
+	// Owner is the owner token (or the whole lock value) --owner gave.
+	Owner string
+	Force bool
+	Yes   bool
+}
+
+// UnlockResult is the stable JSON shape of `lockctl unlock -o json`
+// (README.md). Owner and fence are parsed from a "<fence>:<owner>" value;
+// other values are shown raw in value with fence null.
+type UnlockResult struct {
+	Key     string `json:"key"`
+	Verdict string `json:"verdict"`
+	Deleted bool   `json:"deleted"`
+	// Type is the Redis type found at the key ("none" when absent).
+	Type  string  `json:"type"`
+	Value *string `json:"value"`
+	Owner string  `json:"owner,omitempty"`
+	Fence *int64  `json:"fence"`
+	// PTTLMS is the remaining TTL in ms when read; -1 no expiry; null when absent.
+	PTTLMS *int64 `json:"pttl_ms"`
+}
+
+// NewCmdUnlock returns `lockctl unlock`; runF replaces the run function in tests.
+func NewCmdUnlock(f *Factory, runF func(*UnlockOptions) error) *cobra.Command {
+	var key, owner string
+	var force, yes bool
+	cmd := &cobra.Command{
+		Use:   "unlock (VALUE | --key KEY) (--owner TOKEN | --force)",
+		Short: "Delete a lock if its owner still holds it, or force it (writes to Redis)",
+		Long: `Delete a lock.
+
+WRITES TO REDIS: one owner-checked delete (compare the exact bytes, then DEL,
+in one script). The fence counter is never touched, so the next holder still
+gets a higher fencing token.
+
+--owner TOKEN deletes the lock only if TOKEN still holds it: TOKEN is the
+owner token (LOCKCTL_OWNER of 'lockctl run') or the whole value. Values are
+compared as raw bytes. A lock held by anyone else, or no lock, deletes
+nothing and exits 1.
+
+--force deletes whatever is at the key (after showing its owner, fence and
+TTL) once you confirm on a terminal, or with --yes. It still deletes only
+the value it showed you: if the lock changed in between, nothing is deleted.
+Forcing a lock whose holder is alive lets a second holder in: its writes are
+refused only by a store that checks the fencing token.
+
+Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
+		Example: `  lockctl unlock order-demo-001 --owner 5f0c2b6f3e1a4d7c9b8a6e5d4c3b2a19
+  lockctl unlock --key lock:OrderId:order-demo-001 --force
+  lockctl unlock order-demo-001 --force --yes -o json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := f.Output(dataFormats...)
+			if err != nil {
+				return err
+			}
+			value, err := lockValue(args, key != "")
+			if err != nil {
+				return err
+			}
+			keys, err := keysSetting(f.Config, value, key)
+			if err != nil {
+				return err
+			}
+			switch {
+			case force && owner != "":
+				return usageErrorf("give either --owner or --force, not both")
+			case !force && owner == "":
+				return usageErrorf("--owner TOKEN or --force is required")
+			case yes && !force:
+				return usageErrorf("--yes only confirms --force")
+			}
+			opts := &UnlockOptions{
+				IO: f.IO, InTTY: readerIsTerminal(f.IO.In), Printer: f.newPrinter(format), Redis: f.Redis,
+				Key: keys.Lock, Owner: owner, Force: force, Yes: yes,
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return unlockRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
+	fl.StringVar(&owner, "owner", "", "owner token (or whole value) that must hold the lock")
+	fl.BoolVar(&force, "force", false, "delete whatever holds the lock, after confirmation")
+	fl.BoolVarP(&yes, "yes", "y", false, "confirm --force without a prompt")
+	addKeyFlags(cmd)
+	return cmd
+}
+
+func readerIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func unlockRun(ctx context.Context, opts *UnlockOptions) error {
+	if opts.Force && !opts.Yes && !opts.InTTY {
+		return usageErrorf("--force asks for confirmation on a terminal; stdin is not one: add --yes to delete without asking")
+	}
+	conn, err := opts.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
+	defer cancel()
+	res, err := readLock(cctx, conn.Client, opts.Key)
+	if err != nil {
+		return redisError(conn.URL, err)
+	}
+
+	switch {
+	case res.Type == "none":
+		res.Verdict = UnlockAbsent
+	case opts.Force:
+		res.Verdict = UnlockDeclined
+		if opts.Yes || confirm(opts.IO, res) {
+			if err := forceDelete(ctx, conn, res); errors.Is(err, lockcore.ErrNotHeld) {
+				res.Verdict = UnlockChanged
+			} else if err != nil {
+				return redisError(conn.URL, err)
+			} else {
+				res.Verdict, res.Deleted = UnlockForced, true
+			}
+		}
+	case res.Type != "string" || !ownedBy(*res.Value, opts.Owner):
+		res.Verdict = UnlockNotOwner
+	default:
+		rctx, cancel := context.WithTimeout(ctx, conn.Timeout)
+		defer cancel()
+		err := lockcore.NewLocker(conn.Client).ReleaseValue(rctx, opts.Key, *res.Value)
+		switch {
+		case errors.Is(err, lockcore.ErrNotHeld):
+			res.Verdict = UnlockChanged
+		case err != nil:
+			return redisError(conn.URL, err)
+		default:
+			res.Verdict, res.Deleted = UnlockOwned, true
+		}
+	}
+	if err := opts.Printer.Print(res, func(t *TableView) {
+		t.Line("%s", unlockSentence(res, t.Styles()))
+		if res.Type != "none" {
+			header, rows := unlockRows(res)
+			t.Table(header, rows)
+		}
+	}); err != nil {
+		return err
+	}
+	if !res.Deleted {
+		return checkFailed()
+	}
+	return nil
+}
+
+// ownedBy compares raw bytes, never decoded or case-folded text (cases.md 8):
+// token is the whole value or the owner part of "<fence>:<owner>".
+func ownedBy(value, token string) bool {
+	if value == token {
+		return true
+	}
+	_, owner, err := lockcore.ParseValue(value)
+	return err == nil && owner == token
+}
+
+// readLock reads type, value and PTTL of key (read-only).
+func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockResult, error) {
+	res := UnlockResult{Key: key}
+	var err error
+	if res.Type, err = c.Type(ctx, key).Result(); err != nil {
+		return res, err
+	}
+	if res.Type == "none" {
+		return res, nil
+	}
+	pttl, err := c.PTTL(ctx, key).Result()
+	if err != nil {
+		return res, err
+	}
+	ms := int64(-1)
+	if pttl >= 0 {
+		ms = pttl.Milliseconds()
+	}
+	res.PTTLMS = &ms
+	if res.Type != "string" {
+		return res, nil
+	}
+	v, err := c.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) { // expired between the reads
+		res.Type, res.PTTLMS = "none", nil
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Value = &v
+	if fence, owner, err := lockcore.ParseValue(v); err == nil {
+		res.Fence, res.Owner = &fence, owner
+	}
+	return res, nil
+}
+
+// forceDelete deletes the exact value shown (compare-and-delete), or, for a
+// key that is not a lock string (a Redisson hash, a stray list), the key.
+func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
+	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
+	defer cancel()
+	if res.Value != nil {
+		return lockcore.NewLocker(conn.Client).ReleaseValue(cctx, res.Key, *res.Value)
+	}
+	n, err := conn.Client.Del(cctx, res.Key).Result()
+	if err == nil && n == 0 {
+		return lockcore.ErrNotHeld
+	}
+	return err
+}
+
+// confirm asks on stderr and reads one line from stdin; only y or yes confirms.
+func confirm(io *IOStreams, res UnlockResult) bool {
+	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", res.Key, holderText(res))
+	line, _ := bufio.NewReader(io.In).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes"
+}
+
+func holderText(res UnlockResult) string {
+	var parts []string
+	switch {
+	case res.Fence != nil:
+		parts = append(parts, "owner "+res.Owner, "fence "+strconv.FormatInt(*res.Fence, 10))
+	case res.Value != nil:
+		parts = append(parts, fmt.Sprintf("value %q", *res.Value))
+	default:
+		parts = append(parts, "a Redis "+res.Type)
+	}
+	if res.PTTLMS != nil {
+		parts = append(parts, "PTTL "+pttlText(time.Duration(*res.PTTLMS)*time.Millisecond))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func unlockSentence(res UnlockResult, st *Styles) string {
+	switch res.Verdict {
+	case UnlockOwned:
+		return fmt.Sprintf("%s %s: the owner still held it (%s)", st.OK.Render("deleted"), res.Key, holderText(res))
+	case UnlockForced:
+		return fmt.Sprintf("%s %s (forced): removed %s", st.Warn.Render("deleted"), res.Key, holderText(res))
+	case UnlockAbsent:
+		return fmt.Sprintf("nothing deleted: %s does not exist", res.Key)
+	case UnlockChanged:
+		return fmt.Sprintf("%s: %s changed between the read and the delete", st.Error.Render("nothing deleted"), res.Key)
+	case UnlockDeclined:
+		return fmt.Sprintf("nothing deleted: %s kept (not confirmed)", res.Key)
+	}
+	return fmt.Sprintf("%s: %s is not held by that owner (%s)", st.Error.Render("nothing deleted"), res.Key, holderText(res))
+}
+
+// unlockRows is the pure row builder of the unlock table.
+func unlockRows(res UnlockResult) ([]string, [][]string) {
+	owner, fence, pttl := "-", "-", "-"
+	if res.Fence != nil {
+		owner, fence = res.Owner, strconv.FormatInt(*res.Fence, 10)
+	} else if res.Value != nil {
+		owner = strconv.Quote(*res.Value)
+	}
+	if res.PTTLMS != nil {
+		pttl = pttlText(time.Duration(*res.PTTLMS) * time.Millisecond)
+	}
+	return []string{"key", "type", "owner", "fence", "pttl", "verdict", "deleted"},
+		[][]string{{res.Key, res.Type, owner, fence, pttl, res.Verdict, strconv.FormatBool(res.Deleted)}}
+}

@@ -1,0 +1,153 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/golden"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// unlockFixture is one unlock invocation against a real server, with
+// buffers for its streams.
+type unlockFixture struct {
+	opts     *UnlockOptions
+	out, err bytes.Buffer
+}
+
+func newUnlock(t *testing.T, srv *redistest.Server, format, key string) *unlockFixture {
+	fx := &unlockFixture{}
+	fx.opts = &UnlockOptions{
+		IO:      &IOStreams{In: strings.NewReader(""), Out: &fx.out, ErrOut: &fx.err},
+		Printer: &Printer{Format: format, Out: &fx.out, Styles: newStyles(&fx.out, false)},
+		Redis: func(context.Context) (*RedisConn, error) {
+			c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+			return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
+		},
+		Key: key,
+	}
+	return fx
+}
+
+func exitCodeOf(err error) int {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+const testOwner = "5f0c2b6f3e1a4d7c9b8a6e5d4c3b2a19"
+
+func TestUnlockOwner(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rdb.Set(ctx, "lock:OrderId:order-demo-001", "41:"+testOwner, 0)
+	rdb.Set(ctx, "{lock:OrderId:order-demo-001}:fence", "41", 0)
+
+	wrong := newUnlock(t, srv, formatTable, "lock:OrderId:order-demo-001")
+	wrong.opts.Owner = "0000000000000000000000000000dead"
+	if code := exitCodeOf(unlockRun(ctx, wrong.opts)); code != ExitCheckFailed {
+		t.Fatalf("wrong token: exit %d", code)
+	}
+	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "41:"+testOwner {
+		t.Fatalf("a wrong token changed the lock to %q", v)
+	}
+	golden.Assert(t, wrong.out.Bytes(), "_wrong")
+
+	right := newUnlock(t, srv, formatJSON, "lock:OrderId:order-demo-001")
+	right.opts.Owner = testOwner
+	if err := unlockRun(ctx, right.opts); err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, right.out.Bytes(), "_right.json")
+	if rdb.Exists(ctx, "lock:OrderId:order-demo-001").Val() != 0 {
+		t.Error("lock not deleted")
+	}
+	if f := rdb.Get(ctx, "{lock:OrderId:order-demo-001}:fence").Val(); f != "41" {
+		t.Errorf("fence counter touched: %q", f)
+	}
+
+	again := newUnlock(t, srv, formatTable, "lock:OrderId:order-demo-001")
+	again.opts.Owner = testOwner
+	if code := exitCodeOf(unlockRun(ctx, again.opts)); code != ExitCheckFailed || !strings.Contains(again.out.String(), "does not exist") {
+		t.Errorf("absent lock: exit %d, %s", code, again.out.String())
+	}
+}
+
+// cases.md 8: a lock holding 32 hex characters is compared as raw bytes:
+// the same characters are OWNED; the same token in another case is not.
+func TestUnlockRawBytes(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	rdb.Set(ctx, "lock:x", testOwner, 0)
+
+	upper := newUnlock(t, srv, formatJSON, "lock:x")
+	upper.opts.Owner = strings.ToUpper(testOwner)
+	if code := exitCodeOf(unlockRun(ctx, upper.opts)); code != ExitCheckFailed || rdb.Exists(ctx, "lock:x").Val() != 1 {
+		t.Fatalf("upper-case token: exit %d", code)
+	}
+	same := newUnlock(t, srv, formatJSON, "lock:x")
+	same.opts.Owner = testOwner
+	if err := unlockRun(ctx, same.opts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(same.out.String(), `"verdict": "owned"`) || rdb.Exists(ctx, "lock:x").Val() != 0 {
+		t.Errorf("32-hex value not OWNED: %s", same.out.String())
+	}
+}
+
+func TestUnlockForce(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	key := "lock:OrderId:order-demo-002"
+	rdb.Set(ctx, key, "7:"+testOwner, 0)
+
+	// Not a terminal and no --yes: refused before touching Redis.
+	pipe := newUnlock(t, srv, formatTable, key)
+	pipe.opts.Force = true
+	if code := exitCodeOf(unlockRun(ctx, pipe.opts)); code != ExitUsage {
+		t.Fatalf("--force from a pipe: exit %d", code)
+	}
+
+	no := newUnlock(t, srv, formatTable, key)
+	no.opts.Force, no.opts.InTTY, no.opts.IO.In = true, true, strings.NewReader("n\n")
+	if code := exitCodeOf(unlockRun(ctx, no.opts)); code != ExitCheckFailed || rdb.Exists(ctx, key).Val() != 1 {
+		t.Fatalf("declined: exit %d", code)
+	}
+	if want := "Delete lock:OrderId:order-demo-002 (owner " + testOwner + ", fence 7, PTTL none (no expiry))?"; !strings.Contains(no.err.String(), want) {
+		t.Errorf("prompt %q lacks %q", no.err.String(), want)
+	}
+
+	yes := newUnlock(t, srv, formatTable, key)
+	yes.opts.Force, yes.opts.InTTY, yes.opts.IO.In = true, true, strings.NewReader("yes\n")
+	if err := unlockRun(ctx, yes.opts); err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, yes.out.Bytes(), "")
+	if rdb.Exists(ctx, key).Val() != 0 {
+		t.Error("not deleted")
+	}
+
+	// --yes: no prompt; a Redisson hash is deleted as a whole.
+	rdb.HSet(ctx, key, "uuid:1", "1")
+	flag := newUnlock(t, srv, formatYAML, key)
+	flag.opts.Force, flag.opts.Yes = true, true
+	if err := unlockRun(ctx, flag.opts); err != nil || rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatalf("--yes on a hash: %v", err)
+	}
+	if flag.err.Len() != 0 || !strings.Contains(flag.out.String(), "type: hash\n") {
+		t.Errorf("stdout %q stderr %q", flag.out.String(), flag.err.String())
+	}
+}

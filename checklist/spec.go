@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -248,7 +249,7 @@ func (c *converter) toJSON(n *yaml.Node, path string, depth int) (any, SpecError
 		}
 	case "!!int", "!!float":
 		var f float64
-		if err := n.Decode(&f); err == nil {
+		if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), nil
 		}
 	}

@@ -336,3 +336,38 @@ func TestSchemaIsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseSpec: no input panics; a spec that parses evaluates, and every
+// verdict has a line inside the file.
+func FuzzParseSpec(f *testing.F) {
+	for _, dir := range []string{"testdata/specs/*.yaml", "testdata/invalid/*.yaml"} {
+		files, _ := filepath.Glob(dir)
+		for _, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSpec("fuzz.yaml", data)
+		if err != nil {
+			var se SpecErrors
+			if !errors.As(err, &se) || len(se) == 0 {
+				t.Fatalf("error is not SpecErrors: %v", err)
+			}
+			return
+		}
+		r, err := Evaluate([]*Spec{s}, defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, it := range r.Tasks[0].Items {
+			if it.Line < 1 || it.Line > lines {
+				t.Fatalf("%s: line %d of %d", it.ID, it.Line, lines)
+			}
+		}
+	})
+}

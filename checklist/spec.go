@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -158,7 +159,8 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 	}
 	root := doc.Content[0]
 	lines := map[string]int{}
-	inst, errs := toJSON(file, root, "", lines)
+	conv := &converter{file: file, lines: lines}
+	inst, errs := conv.toJSON(root, "", 0)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -180,44 +182,62 @@ func ParseSpec(file string, data []byte) (*Spec, error) {
 	return s, nil
 }
 
-// toJSON converts a YAML node into the JSON values the validator takes,
+// Limits of a spec's YAML: aliases may not expand it past maxNodes values
+// or nest it past maxDepth (a "billion laughs" file, or an alias of its own
+// anchor, is an error, not a hang).
+const (
+	maxNodes = 10000
+	maxDepth = 50
+)
+
+// converter turns a YAML node into the JSON values the validator takes,
 // recording each field's line and refusing duplicate keys and non-string keys.
-func toJSON(file string, n *yaml.Node, path string, lines map[string]int) (any, SpecErrors) {
+type converter struct {
+	file  string
+	lines map[string]int
+	nodes int
+}
+
+func (c *converter) toJSON(n *yaml.Node, path string, depth int) (any, SpecErrors) {
+	c.nodes++
+	if c.nodes > maxNodes || depth > maxDepth {
+		return nil, SpecErrors{{c.file, n.Line, fmt.Sprintf("%s: the spec expands to more than %d values or %d levels (YAML aliases?)", topField(path), maxNodes, maxDepth)}}
+	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return toJSON(file, n.Alias, path, lines)
+		return c.toJSON(n.Alias, path, depth+1)
 	case yaml.MappingNode:
 		obj := map[string]any{}
 		var errs SpecErrors
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
+			p := join(path, k.Value)
 			if k.Kind != yaml.ScalarNode {
-				errs = append(errs, SpecError{file, k.Line, fmt.Sprintf("%s: a key must be a plain name", label(path))})
+				errs = append(errs, SpecError{c.file, k.Line, fmt.Sprintf("%s: a key must be a plain name", label(path))})
 				continue
 			}
 			if _, dup := obj[k.Value]; dup {
-				errs = append(errs, SpecError{file, k.Line, fmt.Sprintf("%s: duplicate field (first on line %d)", p, lines[p])})
+				errs = append(errs, SpecError{c.file, k.Line, fmt.Sprintf("%s: duplicate field (first on line %d)", p, c.lines[p])})
 				continue
 			}
-			lines[p] = k.Line
-			val, es := toJSON(file, v, p, lines)
-			errs = append(errs, es...)
+			c.lines[p] = k.Line
+			val, es := c.toJSON(v, p, depth+1)
+			if len(es) > 0 {
+				return nil, append(errs, es...)
+			}
 			obj[k.Value] = val
 		}
 		return obj, errs
 	case yaml.SequenceNode:
 		arr := make([]any, 0, len(n.Content))
-		var errs SpecErrors
-		for i, c := range n.Content {
-			val, es := toJSON(file, c, fmt.Sprintf("%s[%d]", path, i), lines)
-			errs = append(errs, es...)
+		for i, e := range n.Content {
+			val, es := c.toJSON(e, fmt.Sprintf("%s[%d]", path, i), depth+1)
+			if len(es) > 0 {
+				return nil, es
+			}
 			arr = append(arr, val)
 		}
-		return arr, errs
+		return arr, nil
 	}
 	switch n.ShortTag() {
 	case "!!null":
@@ -229,11 +249,19 @@ func toJSON(file string, n *yaml.Node, path string, lines map[string]int) (any, 
 		}
 	case "!!int", "!!float":
 		var f float64
-		if err := n.Decode(&f); err == nil {
+		if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), nil
 		}
 	}
 	return n.Value, nil
+}
+
+// topField is the top-level field of a path ("lock" of "lock.renew"), or "spec".
+func topField(path string) string {
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		path = path[:i]
+	}
+	return label(path)
 }
 
 func label(path string) string {

@@ -69,6 +69,9 @@ With --value (and --redis), compare each spec with the live keys of that value,
 read-only (PTTL, EXISTS, GET): a claimed fence counter whose key does not
 exist, or a live PTTL above the spec's lease, fails with what was observed.
 
+Formats (-o): table, json, yaml, markdown (GitHub task list), junit (JUnit
+XML), sarif (SARIF 2.1.0, for code scanning), github (workflow annotations).
+
 Exit codes: 1 when an item is at or above --fail-on, 2 for spec errors, 3 when
 Redis cannot be reached. Never writes to Redis.`,
 		Example: `  lockctl checklist -o markdown

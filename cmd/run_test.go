@@ -325,6 +325,16 @@ func TestRunHeld(t *testing.T) {
 	if !regexp.MustCompile(`^lockctl: lock not obtained \(--wait 0s\): lock:OrderId:order-demo-001 is held by owner 0123456789abcdef0123456789abcdef \(fence 41\), PTTL [0-9.]+m?s\n$`).MatchString(p.stderr.String()) {
 		t.Errorf("stderr: %q", p.stderr.String())
 	}
+	// Ctrl-C while waiting: 130, the holder untouched.
+	w := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "30s", "--", "true")
+	time.Sleep(300 * time.Millisecond)
+	_ = w.Process.Signal(syscall.SIGINT)
+	if code := w.exit(t); code != cmd.ExitInterrupted {
+		t.Errorf("interrupted wait: exit %d: %s", code, w.stderr.String())
+	}
+	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "41:0123456789abcdef0123456789abcdef" {
+		t.Errorf("holder changed to %q", v)
+	}
 	// --wait outlasts the holder's TTL.
 	rdb.PExpire(ctx, "lock:OrderId:order-demo-001", 300*time.Millisecond)
 	p, code = runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "5s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)

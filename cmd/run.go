@@ -368,8 +368,7 @@ func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
 	if wait > 0 {
 		waited = "after waiting " + lockcore.FormatDuration(wait)
 	}
-	switch {
-	case h.Type != "string":
+	if h.Type != "string" {
 		return fmt.Errorf("lock not obtained (%s): %s holds a Redis %s, not a lock value; PTTL %s", waited, h.Key, h.Type, pttlText(h.PTTL))
 	}
 	who := fmt.Sprintf("value %q", h.Value)

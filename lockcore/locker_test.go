@@ -229,7 +229,8 @@ func TestKeeperRenewsUntilBudget(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Shared(t).Client(t)
 	keys := testKeys(t)
-	lease := trustedLease(t, 300*time.Millisecond, 100*time.Millisecond, 900*time.Millisecond)
+	// A lease of 1s renewed every 100ms leaves room for a loaded machine.
+	lease := trustedLease(t, time.Second, 100*time.Millisecond, 1200*time.Millisecond)
 	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
 	if err != nil {
 		t.Fatal(err)
@@ -245,8 +246,8 @@ func TestKeeperRenewsUntilBudget(t *testing.T) {
 	if !errors.Is(context.Cause(wctx), ErrBudgetExceeded) {
 		t.Fatalf("cause %v, want budget", context.Cause(wctx))
 	}
-	if n := renewals.Load(); n < 5 {
-		t.Errorf("%d renewals in 900ms at 100ms, want ≥5", n)
+	if n := renewals.Load(); n < 3 {
+		t.Errorf("%d renewals in 1.2s at 100ms, want ≥3", n)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Errorf("lock not held after the keeper ran the budget: %v", err)
@@ -335,12 +336,14 @@ func TestKeeperFixedLeaseEndsAtBudget(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Shared(t).Client(t)
 	keys := testKeys(t)
-	lease, _ := DefaultPolicy().LeaseFor(200*time.Millisecond, ModeOrdinary)
+	lease, _ := DefaultPolicy().LeaseFor(time.Second, ModeOrdinary)
 	l, err := NewLocker(rdb).Acquire(ctx, keys, lease.Lease)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease})
+	// StopAhead leaves 300ms between the cancel and the lease's end, so a
+	// loaded machine still sees the key when the work is cancelled.
+	wctx, k := Keep(ctx, l, KeeperOptions{Lease: lease, StopAhead: 300 * time.Millisecond})
 	<-wctx.Done()
 	k.Stop()
 	if !errors.Is(context.Cause(wctx), ErrBudgetExceeded) {

@@ -172,7 +172,11 @@ func (e *engine) actorIndex(name string) int {
 			return i
 		}
 	}
-	e.actors = append(e.actors, actor{name: name, server: name == serverActor, grant: -1, wokeAt: -1, lostOpen: -1})
+	var steps []int // reuse the buffer of a previous run (exploration)
+	if n := len(e.actors); n < cap(e.actors) {
+		steps = e.actors[: n+1 : n+1][n].steps[:0]
+	}
+	e.actors = append(e.actors, actor{name: name, server: name == serverActor, steps: steps, grant: -1, wokeAt: -1, lostOpen: -1})
 	return len(e.actors) - 1
 }
 

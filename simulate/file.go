@@ -138,6 +138,8 @@ func schemaError(root *yaml.Node, e *jsonschema.ValidationError) *FileError {
 			fe.Line = l
 		}
 		fe.Msg = "unknown field; accepted: " + strings.Join(allowedFields(path), ", ")
+	case *kind.MinItems:
+		fe.Msg = "needs at least one event"
 	case *kind.Required:
 		fe.Msg = "missing " + strings.Join(k.Missing, ", ")
 	case *kind.Enum:

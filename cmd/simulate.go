@@ -28,8 +28,13 @@ type SimulateOptions struct {
 	// Explore searches the schedules around the scenario.
 	Explore     bool
 	ExploreOpts simulate.ExploreOptions
-	// Ctx stops an exploration early (Ctrl-C).
+	// Ctx stops an exploration or a live run early (Ctrl-C).
 	Ctx context.Context
+	// Live runs the scenario against Redis too (--redis given).
+	Live      bool
+	TimeScale float64
+	Prefix    string
+	Conn      func() (*RedisConn, error)
 }
 
 // NewCmdSimulate returns `lockctl simulate`; runF replaces the run function in tests.
@@ -41,6 +46,8 @@ func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Comman
 		guards                                 = map[string]*bool{}
 		runs, grid                             int
 		seed                                   uint64
+		timeScale                              float64
+		prefix                                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate [SCENARIO] [flags]",
@@ -151,6 +158,19 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				}
 			}
 			opts.Ctx = cmd.Context()
+			if cmd.Flags().Changed("redis") {
+				if explore {
+					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
+				}
+				if timeScale <= 0 || timeScale > 1 {
+					return usageErrorf("time-scale %s must be above 0 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
+				}
+				if prefix != "" && !strings.HasPrefix(prefix, "lockctl:") {
+					return usageErrorf("prefix %q must start with lockctl: so it cannot touch your keys", prefix)
+				}
+				opts.Live, opts.TimeScale, opts.Prefix = true, timeScale, prefix
+				opts.Conn = func() (*RedisConn, error) { return f.Redis(cmd.Context()) }
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -182,6 +202,8 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.IntVar(&grid, "grid", 12, "points per dimension of the exhaustive exploration grid")
 	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
+	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
+	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of every key it writes (default "lockctl:sim:{<random>}:"); they are deleted at the end`)
 	return cmd
 }
 
@@ -261,6 +283,74 @@ type SimulateListResult struct {
 	Scenarios []simulate.BuiltinInfo `json:"scenarios"`
 }
 
+// SimulateLiveResult is the JSON shape of a live run: the model's result and
+// the live one side by side, and whether their verdicts agree.
+type SimulateLiveResult struct {
+	Model  simulate.Result     `json:"model"`
+	Live   simulate.LiveResult `json:"live"`
+	Agrees bool                `json:"agrees"`
+}
+
+// simulateLive runs the scenario against Redis and prints both verdicts;
+// --expect judges the live verdict.
+func simulateLive(opts *SimulateOptions, model simulate.Result) error {
+	if opts.Printer.Format == formatMermaid {
+		return usageErrorf("output %q is not available in live mode; use table, json or yaml", formatMermaid)
+	}
+	conn, err := opts.Conn()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx := opts.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	live, err := simulate.RunLive(ctx, opts.Scenario, simulate.LiveOptions{Client: conn.Client, TimeScale: opts.TimeScale, Prefix: opts.Prefix})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return redisError(conn.URL, err)
+	}
+	res := SimulateLiveResult{Model: model, Live: live, Agrees: live.Verdict == model.Verdict}
+	err = opts.Printer.Print(res, func(t *TableView) {
+		st := t.Styles()
+		t.Title(fmt.Sprintf("scenario %s: model vs live (Redis %s, time scale %s, keys under %s, deleted at the end)",
+			model.Scenario, conn.URL, strconv.FormatFloat(live.TimeScale, 'g', -1, 64), live.Prefix))
+		t.Line("")
+		_, rows := timelineRows(simulate.Result{Events: live.Events})
+		t.Table([]string{"time", "actor", "event", "ok", "note"}, cut(rows, 4, 6))
+		t.Line("")
+		t.Line("model verdict: %s", st.Level(model.Verdict))
+		for _, v := range model.Violations {
+			t.Line("  %s at %s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+		}
+		t.Line("live verdict:  %s", st.Level(live.Verdict))
+		for _, v := range live.Violations {
+			t.Line("  %s at ~%s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+		}
+		agree := st.Level("ok") + " the verdicts agree"
+		if !res.Agrees {
+			agree = st.Level("warning") + " the verdicts differ (live timing is real: see the live timeline)"
+		}
+		t.Line("%s", agree)
+	})
+	if err != nil {
+		return err
+	}
+	return expectVerdict(opts.Expect, live.Verdict)
+}
+
+// cut keeps the first n columns of each row and the column at note.
+func cut(rows [][]string, n, note int) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = append(append([]string{}, r[:n]...), r[note])
+	}
+	return out
+}
+
 func simulateRun(opts *SimulateOptions) error {
 	p := opts.Printer
 	if opts.List {
@@ -297,6 +387,9 @@ func simulateRun(opts *SimulateOptions) error {
 	res, err := simulate.Run(opts.Scenario)
 	if err != nil {
 		return usageErrorf("%v", err)
+	}
+	if opts.Live {
+		return simulateLive(opts, res)
 	}
 	if p.Format == formatMermaid {
 		_, err := fmt.Fprint(p.Out, mermaid(res))

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/simulate"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -35,6 +37,8 @@ type SimulateOptions struct {
 	TimeScale float64
 	Prefix    string
 	Conn      func() (*RedisConn, error)
+	// Progress is stderr when it is a terminal (an exploration's progress bar), else nil.
+	Progress io.Writer
 }
 
 // NewCmdSimulate returns `lockctl simulate`; runF replaces the run function in tests.
@@ -158,6 +162,9 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				}
 			}
 			opts.Ctx = cmd.Context()
+			if f.IO.ErrTTY {
+				opts.Progress = f.IO.ErrOut
+			}
 			if cmd.Flags().Changed("redis") {
 				if explore {
 					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
@@ -375,7 +382,22 @@ func simulateRun(opts *SimulateOptions) error {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		res, err := simulate.Explore(ctx, opts.Scenario, opts.ExploreOpts)
+		eo := opts.ExploreOpts
+		if opts.Progress != nil {
+			var bar *progressbar.ProgressBar
+			eo.Progress = func(done, total int) {
+				if bar == nil {
+					bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(opts.Progress),
+						progressbar.OptionSetDescription("exploring schedules"), progressbar.OptionThrottle(100*time.Millisecond),
+						progressbar.OptionClearOnFinish())
+				}
+				_ = bar.Set(done)
+				if done >= total {
+					_ = bar.Finish()
+				}
+			}
+		}
+		res, err := simulate.Explore(ctx, opts.Scenario, eo)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,9 @@ type ExploreOptions struct {
 	Runs   int
 	Seed   uint64
 	Grid   int
+	// Progress, if set, is called with the schedules run so far and the
+	// total, every few thousand schedules and at the end.
+	Progress func(done, total int)
 }
 
 // maxGridSchedules caps an exhaustive grid; Explore lowers the points per
@@ -152,6 +155,22 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	if err := try(); err != nil {
 		return res, err
 	}
+	total := 1
+	if o.Random {
+		total = max(o.Runs, 1)
+	} else if len(dims) > 0 {
+		g := gridPoints(o.Grid, len(dims))
+		for range dims {
+			total *= g
+		}
+		total++
+	}
+	progress := func(n int) {
+		if o.Progress != nil {
+			o.Progress(n, total)
+		}
+	}
+	defer func() { progress(res.Schedules) }()
 	values := make([]int64, len(dims))
 	if o.Random {
 		res.Mode = "random"
@@ -159,8 +178,11 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		res.Seed = &seed
 		rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 		for n := 1; n < o.Runs; n++ {
-			if n%4096 == 0 && ctx.Err() != nil {
-				return res, ctx.Err()
+			if n%4096 == 0 {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				progress(n)
 			}
 			copy(work.Steps, sc.Steps)
 			for i, d := range dims {
@@ -175,8 +197,11 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		g := gridPoints(o.Grid, len(dims))
 		idx := make([]int, len(dims))
 		for n := 0; ; n++ {
-			if n%4096 == 0 && ctx.Err() != nil {
-				return res, ctx.Err()
+			if n%4096 == 0 {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				progress(n)
 			}
 			copy(work.Steps, sc.Steps)
 			for i, d := range dims {

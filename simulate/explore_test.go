@@ -61,9 +61,13 @@ func TestExploreGuards(t *testing.T) {
 
 func TestExploreCountsAndStops(t *testing.T) {
 	sc, _ := Builtin("stale-writer", AllGuards().With("fencing", false), Overrides{})
-	res, err := Explore(context.Background(), sc, ExploreOptions{Grid: 5})
+	var done, total int
+	res, err := Explore(context.Background(), sc, ExploreOptions{Grid: 5, Progress: func(d, t int) { done, total = d, t }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if done != 26 || total != 26 {
+		t.Errorf("progress %d/%d, want 26/26", done, total)
 	}
 	// The base schedule plus a 5×5 grid of the pause's start and length.
 	if res.Schedules != 26 || len(res.Dimensions) != 2 {

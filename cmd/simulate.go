@@ -101,6 +101,9 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				opts.Expect = expect
 			}
 			if list {
+				if format == formatMermaid {
+					return usageErrorf("output %q is not available with --list; use table, json or yaml", format)
+				}
 				if runF != nil {
 					return runF(opts)
 				}

@@ -73,13 +73,14 @@ type engine struct {
 	g      Guards
 	record bool
 
-	now      int64
-	lock     lockState
-	jump     int64
-	counter  int64
-	maxFence int64
-	snaps    []snapshot
-	grants   []grant
+	now       int64
+	lock      lockState
+	jump      int64
+	counter   int64
+	maxFence  int64
+	snaps     []snapshot // kept only when the scenario has a failover
+	failovers bool
+	grants    []grant
 
 	storeHighest  int64
 	storeMaxGrant int
@@ -143,6 +144,7 @@ func (e *engine) reset() {
 	slices.SortStableFunc(e.steps, func(a, b Step) int { return cmp.Compare(a.AtMS, b.AtMS) })
 	e.actors = e.actors[:0]
 	e.faults, e.nextFault = e.faults[:0], 0
+	e.failovers = slices.ContainsFunc(e.steps, func(s Step) bool { return s.Do == ActFailover })
 	for i, st := range e.steps {
 		ai := e.actorIndex(st.Actor)
 		if st.Do.fault() {
@@ -235,7 +237,9 @@ func (e *engine) setLock(ls lockState) {
 		e.grants[ls.grant].lostAt = -1
 	}
 	e.lock = ls
-	e.snaps = append(e.snaps, snapshot{at: e.now, lock: ls, counter: e.counter})
+	if e.failovers {
+		e.snaps = append(e.snaps, snapshot{at: e.now, lock: ls, counter: e.counter})
+	}
 }
 
 func (e *engine) expire() {

@@ -46,6 +46,7 @@ type FileError struct {
 	Msg   string
 }
 
+// Error is "line N: field: message".
 func (e *FileError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)

@@ -133,6 +133,7 @@ func (c partClient) cut(ctx context.Context) *redis.Cmd {
 	return cmd
 }
 
+// Eval fails while the process is partitioned.
 func (c partClient) Eval(ctx context.Context, s string, k []string, args ...any) *redis.Cmd {
 	if c.r.partitioned(c.a) {
 		return c.cut(ctx)
@@ -140,6 +141,7 @@ func (c partClient) Eval(ctx context.Context, s string, k []string, args ...any)
 	return c.UniversalClient.Eval(ctx, s, k, args...)
 }
 
+// EvalSha fails while the process is partitioned.
 func (c partClient) EvalSha(ctx context.Context, s string, k []string, args ...any) *redis.Cmd {
 	if c.r.partitioned(c.a) {
 		return c.cut(ctx)
@@ -147,6 +149,7 @@ func (c partClient) EvalSha(ctx context.Context, s string, k []string, args ...a
 	return c.UniversalClient.EvalSha(ctx, s, k, args...)
 }
 
+// Get fails while the process is partitioned.
 func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
 	if c.r.partitioned(c.a) {
 		cmd := redis.NewStringCmd(ctx)

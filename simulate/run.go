@@ -128,7 +128,7 @@ func notes(sc *Scenario, res *Result) []string {
 	if has(ActFailover) {
 		out = append(out, "leases assume durable lock state: Redis replicates asynchronously, so a failover can lose an acknowledged lock and hand it out twice")
 		if sc.FenceSource != FenceStore {
-			out = append(out, "the fence counter lived in Redis and went back with the failover; with a durable fence source (--fence-source store) fencing keeps the store's writes correct")
+			out = append(out, durableFenceNote(*sc))
 		}
 	}
 	if sc.Guards.Fencing && twoHolders && res.Store.Correct && res.Store.Rejected > 0 {
@@ -147,4 +147,26 @@ func notes(sc *Scenario, res *Result) []string {
 		}
 	}
 	return out
+}
+
+// durableFenceNote replays a failover run with a durable fence source and
+// says what the store would have done.
+func durableFenceNote(sc Scenario) string {
+	const lead = "the fence counter lived in Redis and went back with the failover"
+	sc.FenceSource = FenceStore
+	p, err := sc.Policy.resolve()
+	if err != nil {
+		return lead
+	}
+	e := newEngine(&sc, p, sc.Guards, true)
+	if e.run() != nil {
+		return lead
+	}
+	switch {
+	case e.staleAccepted > 0:
+		return lead + "; even with a durable fence source (--fence-source store) this run's store accepts a stale write"
+	case e.rejected > 0:
+		return lead + "; with a durable fence source (--fence-source store) fencing keeps the store's writes correct: " + e.actedNote[gFencing]
+	}
+	return lead + "; with a durable fence source (--fence-source store) the store's writes stay correct"
 }

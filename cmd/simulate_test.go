@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,5 +127,47 @@ func TestSimulateSchema(t *testing.T) {
 	out, _, code := execute(t, "simulate", "schema")
 	if code != 0 || out != string(simulate.Schema()) {
 		t.Fatalf("exit %d", code)
+	}
+}
+
+// Flags become options: a runF that only captures them.
+func TestSimulateFlags(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	capture := func(args ...string) *cmd.SimulateOptions {
+		t.Helper()
+		var got *cmd.SimulateOptions
+		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+		root := cmd.NewRootCmd(f)
+		for _, c := range root.Commands() {
+			if c.Name() == "simulate" {
+				root.RemoveCommand(c)
+			}
+		}
+		root.AddCommand(cmd.NewCmdSimulate(f, func(o *cmd.SimulateOptions) error { got = o; return nil }))
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return got
+	}
+	o := capture("simulate", "stale-writer", "--fencing=false", "--check", "ttl", "--pause", "20s", "--expect", "unsafe")
+	if o.Scenario.Guards.Fencing || !o.Scenario.Guards.OwnerCheck || o.Scenario.Check != simulate.CheckTTL || o.Expect != "unsafe" || o.Live {
+		t.Errorf("options: %+v", o)
+	}
+	if i := slices.IndexFunc(o.Scenario.Steps, func(s simulate.Step) bool { return s.Do == simulate.ActPause }); o.Scenario.Steps[i].ForMS != 20000 {
+		t.Errorf("pause %d ms, want 20000", o.Scenario.Steps[i].ForMS)
+	}
+	o = capture("simulate", "--file", "../simulate/testdata/case7-gc-pause.yaml", "--owner-check=false")
+	if o.Scenario.FenceStart != 17 || o.Scenario.Guards.OwnerCheck || !o.Scenario.Guards.Fencing {
+		t.Errorf("file options: %+v", o.Scenario)
+	}
+	o = capture("simulate", "crash-recovery", "--budget", "13h", "--mode", "ordinary", "--redis", "redis://127.0.0.1:1/0", "--time-scale", "0.05")
+	if !o.Live || o.TimeScale != 0.05 || o.Scenario.Policy.Budget.Hours() != 13 || o.Scenario.Policy.Mode != "ordinary" {
+		t.Errorf("live options: %+v", o)
+	}
+	o = capture("simulate", "renewal-loss", "--explore", "--runs", "500", "--seed", "3")
+	if !o.Explore || !o.ExploreOpts.Random || o.ExploreOpts.Runs != 500 || o.ExploreOpts.Seed != 3 {
+		t.Errorf("explore options: %+v", o.ExploreOpts)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 const never = int64(1) << 62
 
-// maxIterations stops a run whose steps never settle (a bug, not an input).
+// maxIterations bounds one run (a scenario renewing every 1ms for days).
 const maxIterations = 5_000_000
 
 type lockState struct {
@@ -104,7 +104,6 @@ type engine struct {
 	lanes      []Lane
 	acted      [4]int
 	actedNote  [4]string
-	notes      []string
 }
 
 const (
@@ -137,7 +136,7 @@ func (e *engine) reset() {
 	e.accepted, e.rejected, e.staleAccepted, e.effects = 0, 0, 0, 0
 	e.delivered, e.deliveredN, e.checkpointed = e.delivered[:0], e.deliveredN[:0], e.checkpointed[:0]
 	e.mask = 0
-	e.violations, e.events, e.lanes, e.notes = nil, nil, nil, nil
+	e.violations, e.events, e.lanes = nil, nil, nil
 	e.acted, e.actedNote = [4]int{}, [4]string{}
 
 	e.steps = append(e.steps[:0], e.sc.Steps...)
@@ -187,7 +186,7 @@ func (e *engine) actorIndex(name string) int {
 func (e *engine) run() error {
 	for i := 0; ; i++ {
 		if i > maxIterations {
-			return fmt.Errorf("scenario %q did not settle after %d steps", e.sc.Name, maxIterations)
+			return fmt.Errorf("scenario %q needs more than %d simulation steps (at %s, renewing every %s); shorten it or renew less often", e.sc.Name, maxIterations, fmtMS(e.now), fmtMS(e.p.renewEvery))
 		}
 		e.instant()
 		next := e.nextTime()

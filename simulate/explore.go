@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -249,9 +248,10 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	return res, nil
 }
 
-// gridPoints lowers the points per dimension until the grid fits under
+// gridPoints is at least 2 and lowered until the grid fits under
 // maxGridSchedules.
 func gridPoints(g, dims int) int {
+	g = max(g, 2)
 	for g > 2 {
 		total := 1
 		for range dims {
@@ -265,5 +265,5 @@ func gridPoints(g, dims int) int {
 		}
 		g--
 	}
-	return cmp.Or(g, 2)
+	return g
 }

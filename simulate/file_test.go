@@ -3,6 +3,7 @@ package simulate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,25 @@ func TestMarshalFileRoundTrip(t *testing.T) {
 			t.Errorf("%s: replay of the written file differs", name)
 		}
 	}
+}
+
+// FuzzParseFile: no input panics; a file that parses runs or returns an error.
+func FuzzParseFile(f *testing.F) {
+	for _, name := range BuiltinNames() {
+		sc, _ := Builtin(name, AllGuards(), Overrides{})
+		data, _ := MarshalFile(sc)
+		f.Add(data)
+	}
+	f.Add([]byte("name: x\npolicy: {lease: 1ms, renew_every: 1ms}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: failover}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := ParseFile(data)
+		if err != nil {
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Line < 1 {
+				t.Fatalf("error without a line: %v", err)
+			}
+			return
+		}
+		_, _ = Run(sc)
+	})
 }

@@ -105,6 +105,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdChecklist(f, nil),
 		NewCmdRun(f, nil),
 		NewCmdUnlock(f, nil),
+		NewCmdSimulate(f, nil),
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs

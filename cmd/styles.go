@@ -27,6 +27,21 @@ type Styles struct {
 	Warn   lipgloss.Style
 	OK     lipgloss.Style
 	Accent lipgloss.Style
+	// Lane styles the swimlane of `lockctl simulate`, by segment state.
+	Lane LaneStyles
+}
+
+// LaneStyles colour the swimlane states of `lockctl simulate`: working while
+// holding the lock, working after losing it, paused, partitioned, stuck in
+// a call, crashed.
+type LaneStyles struct {
+	Holding     lipgloss.Style
+	Lost        lipgloss.Style
+	Paused      lipgloss.Style
+	Partitioned lipgloss.Style
+	Call        lipgloss.Style
+	Crashed     lipgloss.Style
+	Label       lipgloss.Style
 }
 
 // newStyles returns the styles for w; colour only when color is true.
@@ -43,8 +58,20 @@ func newStyles(w io.Writer, color bool) *Styles {
 		Warn:   r.NewStyle().Foreground(colorWarn),
 		OK:     r.NewStyle().Foreground(colorOK),
 		Accent: r.NewStyle().Foreground(colorAccent),
+		Lane: LaneStyles{
+			Holding:     r.NewStyle().Foreground(colorOK),
+			Lost:        r.NewStyle().Foreground(colorError),
+			Paused:      r.NewStyle().Foreground(colorMuted),
+			Partitioned: r.NewStyle().Foreground(colorWarn),
+			Call:        r.NewStyle().Foreground(colorAccent),
+			Crashed:     r.NewStyle().Bold(true).Foreground(colorError),
+			Label:       r.NewStyle().Bold(true).Width(laneLabelWidth),
+		},
 	}
 }
+
+// laneLabelWidth is the width of the actor names left of a swimlane.
+const laneLabelWidth = 6
 
 // Level styles a severity or status word: error/fail/unsafe red,
 // warning/warn yellow, ok/pass/safe green, anything else unstyled.

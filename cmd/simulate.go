@@ -1,0 +1,717 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/lockctl/lockctl/simulate"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+const formatMermaid = "mermaid"
+
+// SimulateOptions are the inputs of `lockctl simulate`.
+type SimulateOptions struct {
+	Printer *Printer
+	// List describes the built-in scenarios instead of running one.
+	List bool
+	// Scenario is the scenario to run (built-in with overrides, or from --file).
+	Scenario simulate.Scenario
+	// Expect is "", "safe" or "unsafe": exit 1 when the verdict differs.
+	Expect string
+	// Explore searches the schedules around the scenario.
+	Explore     bool
+	ExploreOpts simulate.ExploreOptions
+	// Ctx stops an exploration or a live run early (Ctrl-C).
+	Ctx context.Context
+	// Live runs the scenario against Redis too (--redis given).
+	Live      bool
+	TimeScale float64
+	Prefix    string
+	Conn      func() (*RedisConn, error)
+	// Progress is stderr when it is a terminal (an exploration's progress bar), else nil.
+	Progress io.Writer
+}
+
+// NewCmdSimulate returns `lockctl simulate`; runF replaces the run function in tests.
+func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Command {
+	var (
+		list, explore, checkpoints             bool
+		file, expect, fenceSource, check, mode string
+		budget, lease, pause, renewEvery       string
+		guards                                 = map[string]*bool{}
+		runs, grid                             int
+		seed                                   uint64
+		timeScale                              float64
+		prefix                                 string
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate [SCENARIO] [flags]",
+		Short: "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
+		Long: `Replay a lock failure on a deterministic virtual clock (ms, no sleeping):
+processes with a worker and a renewer, a lock service (SET NX PX, owner-checked
+or blind renew/release, a fence counter, expiry on the server's clock,
+failover, clock jumps) and a store that keeps the highest fencing token it has
+seen. It reports every broken invariant (STALE_WRITE_ACCEPTED, OVERLAP,
+FOREIGN_RELEASE, FOREIGN_RENEW, LOCK_LOST_WHILE_WORKING, DUPLICATE_EFFECT,
+FENCE_BACKWARDS), the verdict, and which guard saved, contained or would have
+saved the run. Guards are on by default; switch one off with --fencing=false,
+--owner-check=false, --cancel-on-loss=false or --idempotency-key=false.
+
+The lock, the execution budget, the cancellation signal and the write
+boundary are four different things: a vanished key does not stop the old
+holder, and a pause can fall between its last check and its write reaching
+the store (Kleppmann 2016), so only fencing at the store refuses that write.
+
+Without --redis nothing touches Redis. With --redis URL the same scenario also
+runs live with lockcore's scripts, real goroutines and a real fenced store,
+its times multiplied by --time-scale. Live mode WRITES to that server, but
+only under its own key prefix (--prefix, default "lockctl:sim:<random>:"),
+and deletes those keys when it ends.
+
+Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`,
+		Example: `  lockctl simulate --list
+  lockctl simulate stale-writer
+  lockctl simulate stale-writer --fencing=false --check ttl
+  lockctl simulate crash-recovery --mode ordinary -o json
+  lockctl simulate failover --fence-source store -o mermaid
+  lockctl simulate --file incident.yaml --expect safe
+  lockctl simulate renewal-loss --cancel-on-loss=false --explore --runs 10000 --seed 7
+  lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 --time-scale 0.01`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := f.Output(formatTable, formatJSON, formatYAML, formatMermaid)
+			if err != nil {
+				return err
+			}
+			opts := &SimulateOptions{Printer: f.newPrinter(format), List: list, Explore: explore,
+				ExploreOpts: simulate.ExploreOptions{Runs: runs, Seed: seed, Grid: grid, Random: cmd.Flags().Changed("runs") || cmd.Flags().Changed("seed")}}
+			if expect != "" {
+				if err := choice("expect", expect, simulate.VerdictSafe, simulate.VerdictUnsafe); err != nil {
+					return err
+				}
+				opts.Expect = expect
+			}
+			if list {
+				if format == formatMermaid {
+					return usageErrorf("output %q is not available with --list; use table, json or yaml", format)
+				}
+				if runF != nil {
+					return runF(opts)
+				}
+				return simulateRun(opts)
+			}
+			if format == formatMermaid && explore {
+				return usageErrorf("output %q is not available with --explore; use table, json or yaml", format)
+			}
+			o, err := simulateOverrides(f, budget, mode, lease, pause, renewEvery)
+			if err != nil {
+				return err
+			}
+			o.FenceSource, o.Check, o.Checkpoints = fenceSource, check, checkpoints
+			if fenceSource != "" {
+				if err := choice("fence-source", fenceSource, simulate.FenceRedis, simulate.FenceStore); err != nil {
+					return err
+				}
+			}
+			if check != "" {
+				if err := choice("check", check, simulate.CheckNone, simulate.CheckTTL); err != nil {
+					return err
+				}
+			}
+			switch {
+			case file != "" && len(args) > 0:
+				return usageErrorf("give a scenario name or --file, not both")
+			case file != "":
+				if opts.Scenario, err = readScenarioFile(file); err != nil {
+					return err
+				}
+				if o.Budget > 0 || o.Lease > 0 || o.Mode != "" || o.RenewEvery > 0 {
+					return usageErrorf("--budget, --mode, --lease and --renew-every change built-in scenarios; set policy in %s", file)
+				}
+				if err := opts.Scenario.Apply(o); err != nil {
+					return usageErrorf("%v", err)
+				}
+				for name, p := range guards {
+					if cmd.Flags().Changed(strings.ReplaceAll(name, "_", "-")) {
+						opts.Scenario.Guards = opts.Scenario.Guards.With(name, *p)
+					}
+				}
+			case len(args) == 1:
+				g := simulate.AllGuards()
+				for name, p := range guards {
+					g = g.With(name, *p)
+				}
+				if opts.Scenario, err = simulate.Builtin(args[0], g, o); err != nil {
+					return usageErrorf("%v", err)
+				}
+			default:
+				return usageErrorf("name a scenario (one of %s), give --file, or use --list", strings.Join(simulate.BuiltinNames(), ", "))
+			}
+			if explore {
+				if runs < 1 {
+					return usageErrorf("runs %d must be at least 1", runs)
+				}
+				if grid < 2 {
+					return usageErrorf("grid %d must be at least 2", grid)
+				}
+			}
+			opts.Ctx = cmd.Context()
+			if f.IO.ErrTTY {
+				opts.Progress = f.IO.ErrOut
+			}
+			if cmd.Flags().Changed("redis") {
+				if explore {
+					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
+				}
+				if timeScale <= 0 || timeScale > 1 {
+					return usageErrorf("time-scale %s must be above 0 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
+				}
+				if prefix != "" && !strings.HasPrefix(prefix, "lockctl:") {
+					return usageErrorf("prefix %q must start with lockctl: so it cannot touch your keys", prefix)
+				}
+				opts.Live, opts.TimeScale, opts.Prefix = true, timeScale, prefix
+				opts.Conn = func() (*RedisConn, error) { return f.Redis(cmd.Context()) }
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return simulateRun(opts)
+		},
+	}
+	cmd.AddCommand(newCmdSimulateSchema(f))
+	fl := cmd.Flags()
+	fl.BoolVar(&list, "list", false, "describe the built-in scenarios")
+	fl.StringVar(&file, "file", "", "run a scenario file (YAML; see 'lockctl simulate schema')")
+	for _, g := range simulate.GuardNames {
+		p := new(bool)
+		guards[g] = p
+	}
+	fl.BoolVar(guards["fencing"], "fencing", true, "the store refuses writes with a fencing token below the highest it has seen")
+	fl.BoolVar(guards["owner_check"], "owner-check", true, "renew and release compare the owner token first")
+	fl.BoolVar(guards["cancel_on_loss"], "cancel-on-loss", true, "cancel the work when the lease can no longer be proven or the budget ends")
+	fl.BoolVar(guards["idempotency_key"], "idempotency-key", true, "external sends carry a stable key the receiver dedupes")
+	fl.StringVar(&budget, "budget", "", "execution budget; the lease comes from the policy (with --mode)")
+	fl.StringVar(&mode, "mode", "", "trusted (renewed lease) or ordinary (fixed lease = budget)")
+	fl.StringVar(&lease, "lease", "", "a fixed lease instead of the scenario's")
+	fl.StringVar(&pause, "pause", "", "length of the scenario's process pause")
+	fl.StringVar(&renewEvery, "renew-every", "", "renewal interval of a renewable lease")
+	fl.StringVar(&fenceSource, "fence-source", "", "where fencing tokens come from: redis (lost with a failover) or store (durable)")
+	fl.StringVar(&check, "check", "", "what the holder checks right before a write: none or ttl")
+	fl.BoolVar(&checkpoints, "checkpoints", false, "checkpoint sends so a take-over resumes instead of starting over")
+	fl.StringVar(&expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
+	fl.BoolVar(&explore, "explore", false, "search the schedules around the scenario (pause, partition, crash, call and clock jump times and lengths)")
+	fl.IntVar(&grid, "grid", 12, "points per dimension of the exhaustive exploration grid")
+	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration)")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
+	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
+	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of every key it writes (default "lockctl:sim:{<random>}:"); they are deleted at the end`)
+	return cmd
+}
+
+func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string) (simulate.Overrides, error) {
+	var o simulate.Overrides
+	var err error
+	parse := func(name, s string) time.Duration {
+		if s == "" || err != nil {
+			return 0
+		}
+		d, perr := lockcore.ParsePositiveDuration(s)
+		if perr != nil {
+			err = usageErrorf("%s %s", name, perr)
+		}
+		return d
+	}
+	o.Budget = parse("budget", budget)
+	o.Lease = parse("lease", lease)
+	o.Pause = parse("pause", pause)
+	o.RenewEvery = parse("renew-every", renewEvery)
+	if err != nil {
+		return o, err
+	}
+	if o.Budget > 0 && o.Lease > 0 {
+		return o, usageErrorf("give --budget (with --mode) or --lease, not both")
+	}
+	if mode != "" {
+		m, err := lockcore.ParseMode(mode)
+		if err != nil {
+			return o, usageErrorf("%v", err)
+		}
+		o.Mode = m
+	}
+	if o.Budget > 0 {
+		p, err := policySetting(f.Config)
+		if err != nil {
+			return o, err
+		}
+		o.LeaseCap, o.RenewBound = p.LeaseCap, p.RenewBound
+	}
+	return o, nil
+}
+
+func readScenarioFile(path string) (simulate.Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return simulate.Scenario{}, usageErrorf("scenario file %q: %v", path, unwrapPathError(err))
+	}
+	sc, err := simulate.ParseFile(data)
+	if err != nil {
+		return simulate.Scenario{}, usageErrorf("%s: %v", path, err)
+	}
+	return sc, nil
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func newCmdSimulateSchema(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of scenario files",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := f.IO.Out.Write(simulate.Schema())
+			return err
+		},
+	}
+}
+
+// SimulateListResult is the JSON shape of `lockctl simulate --list`.
+type SimulateListResult struct {
+	Scenarios []simulate.BuiltinInfo `json:"scenarios"`
+}
+
+// SimulateLiveResult is the JSON shape of a live run: the model's result and
+// the live one side by side, and whether their verdicts agree.
+type SimulateLiveResult struct {
+	Model  simulate.Result     `json:"model"`
+	Live   simulate.LiveResult `json:"live"`
+	Agrees bool                `json:"agrees"`
+}
+
+// simulateLive runs the scenario against Redis and prints both verdicts;
+// --expect judges the live verdict.
+func simulateLive(opts *SimulateOptions, model simulate.Result) error {
+	if opts.Printer.Format == formatMermaid {
+		return usageErrorf("output %q is not available in live mode; use table, json or yaml", formatMermaid)
+	}
+	conn, err := opts.Conn()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx := opts.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	live, err := simulate.RunLive(ctx, opts.Scenario, simulate.LiveOptions{Client: conn.Client, TimeScale: opts.TimeScale, Prefix: opts.Prefix})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return redisError(conn.URL, err)
+	}
+	res := SimulateLiveResult{Model: model, Live: live, Agrees: live.Verdict == model.Verdict}
+	err = opts.Printer.Print(res, func(t *TableView) {
+		st := t.Styles()
+		t.Title(fmt.Sprintf("scenario %s: model vs live (Redis %s, time scale %s, keys under %s, deleted at the end)",
+			model.Scenario, conn.URL, strconv.FormatFloat(live.TimeScale, 'g', -1, 64), live.Prefix))
+		t.Line("")
+		_, rows := timelineRows(simulate.Result{Events: live.Events})
+		t.Table([]string{"time", "actor", "event", "ok", "note"}, cut(rows, 4, 6))
+		t.Line("")
+		t.Line("model verdict: %s", st.Level(model.Verdict))
+		for _, v := range model.Violations {
+			t.Line("  %s at %s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+		}
+		t.Line("live verdict:  %s", st.Level(live.Verdict))
+		for _, v := range live.Violations {
+			t.Line("  %s at ~%s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+		}
+		agree := st.Level("ok") + " the verdicts agree"
+		if !res.Agrees {
+			agree = st.Level("warning") + " the verdicts differ (live timing is real: see the live timeline)"
+		}
+		t.Line("%s", agree)
+	})
+	if err != nil {
+		return err
+	}
+	return expectVerdict(opts.Expect, live.Verdict)
+}
+
+// cut keeps the first n columns of each row and the column at note.
+func cut(rows [][]string, n, note int) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = append(append([]string{}, r[:n]...), r[note])
+	}
+	return out
+}
+
+func simulateRun(opts *SimulateOptions) error {
+	p := opts.Printer
+	if opts.List {
+		res := SimulateListResult{Scenarios: simulate.Builtins()}
+		return p.Print(res, func(t *TableView) {
+			rows := make([][]string, 0, len(res.Scenarios))
+			for _, b := range res.Scenarios {
+				guard, safe := b.Guard, "unsafe"
+				if guard == "" {
+					guard = "-"
+				}
+				if b.SafeGuarded {
+					safe = "safe"
+				}
+				rows = append(rows, []string{b.Name, safe, guard, b.Description})
+			}
+			t.Table([]string{"scenario", "all guards", "its guard", "what happens"}, rows)
+		})
+	}
+	if opts.Explore {
+		ctx := opts.Ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		eo := opts.ExploreOpts
+		if opts.Progress != nil {
+			var bar *progressbar.ProgressBar
+			eo.Progress = func(done, total int) {
+				if bar == nil {
+					bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(opts.Progress),
+						progressbar.OptionSetDescription("exploring schedules"), progressbar.OptionThrottle(100*time.Millisecond),
+						progressbar.OptionClearOnFinish())
+				}
+				_ = bar.Set(done)
+				if done >= total {
+					_ = bar.Finish()
+				}
+			}
+		}
+		res, err := simulate.Explore(ctx, opts.Scenario, eo)
+		if err != nil {
+			return err
+		}
+		if err := p.Print(res, func(t *TableView) { exploreTable(t, res) }); err != nil {
+			return err
+		}
+		return expectVerdict(opts.Expect, res.Verdict)
+	}
+	res, err := simulate.Run(opts.Scenario)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if opts.Live {
+		return simulateLive(opts, res)
+	}
+	if p.Format == formatMermaid {
+		_, err := fmt.Fprint(p.Out, mermaid(res))
+		if err != nil {
+			return err
+		}
+		return expectVerdict(opts.Expect, res.Verdict)
+	}
+	if err := p.Print(res, func(t *TableView) { resultTable(t, res) }); err != nil {
+		return err
+	}
+	return expectVerdict(opts.Expect, res.Verdict)
+}
+
+func expectVerdict(expect, verdict string) error {
+	if expect != "" && expect != verdict {
+		return checkFailed()
+	}
+	return nil
+}
+
+// resultTable renders a run: heading, timeline, swimlane, verdict,
+// violations, guards, store and notes.
+func resultTable(t *TableView, res simulate.Result) {
+	st := t.Styles()
+	t.Title("scenario " + res.Scenario)
+	t.Line("lease %s", leaseText(res.Lease))
+	t.Line("lock: holder, PTTL, #fence after the event; store: the highest fence the store has seen")
+	t.Line("")
+	header, rows := timelineRows(res)
+	t.Table(header, rows)
+	t.Line("")
+	for _, l := range swimlane(st, res, 60) {
+		t.Line("%s", l)
+	}
+	t.Line("")
+	t.Line("verdict: %s", st.Level(res.Verdict))
+	for _, v := range res.Violations {
+		t.Line("  %s %s at %s (%s): %s", st.Level("error"), v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+	}
+	t.Line("guards:")
+	for _, g := range res.Guards {
+		on := "on "
+		if !g.Enabled {
+			on = "off"
+		}
+		line := fmt.Sprintf("  %-15s %s  %s", g.Guard, on, guardEffect(st, g.Effect))
+		if g.Note != "" {
+			line += ": " + g.Note
+		}
+		t.Line("%s", line)
+	}
+	correct := st.Level("ok")
+	if !res.Store.Correct {
+		correct = st.Level("error") + " a stale write was accepted"
+	}
+	t.Line("store: highest fence %d, %d accepted, %d rejected: %s", res.Store.HighestFence, res.Store.Accepted, res.Store.Rejected, correct)
+	for _, n := range res.Notes {
+		t.Line("note: %s", n)
+	}
+}
+
+func guardEffect(st *Styles, effect string) string {
+	switch effect {
+	case simulate.EffectSaved, simulate.EffectContained:
+		return st.OK.Render(effect)
+	case simulate.EffectWouldSave, simulate.EffectWouldContain:
+		return st.Warn.Render(effect)
+	}
+	return st.Muted.Render(effect)
+}
+
+func leaseText(l simulate.LeaseReport) string {
+	s := fmtMS(l.LeaseMS) + " fixed"
+	if l.Renewable {
+		s = fmt.Sprintf("%s renewed every %s", fmtMS(l.LeaseMS), fmtMS(l.RenewEveryMS))
+		if l.RenewBoundMS > 0 {
+			s += ", bound " + fmtMS(l.RenewBoundMS)
+		}
+	}
+	if l.BudgetMS > 0 {
+		s += fmt.Sprintf(" (budget %s, %s)", fmtMS(l.BudgetMS), l.Mode)
+	}
+	return s + fmt.Sprintf(", cancel margin %s", fmtMS(l.MarginMS))
+}
+
+func fmtMS(v int64) string { return lockcore.FormatDuration(time.Duration(v) * time.Millisecond) }
+
+// timelineRows is the pure row builder of the timeline table.
+func timelineRows(res simulate.Result) ([]string, [][]string) {
+	header := []string{"time", "actor", "event", "ok", "lock", "store", "note"}
+	rows := make([][]string, 0, len(res.Events))
+	for _, e := range res.Events {
+		at := fmtMS(e.AtMS)
+		kind := e.Kind
+		if e.Count > 1 {
+			at += "…" + fmtMS(e.UntilMS)
+			kind += " ×" + strconv.Itoa(e.Count)
+		}
+		ok := "ok"
+		if !e.OK {
+			ok = "no"
+		}
+		lock := "-"
+		if e.Lock != nil {
+			lock = fmt.Sprintf("%s %s #%d", e.Lock.Holder, fmtMS(e.Lock.PTTLMS), e.Lock.Fence)
+		}
+		store := "-"
+		if e.StoreFence > 0 {
+			store = "#" + strconv.FormatInt(e.StoreFence, 10)
+		}
+		rows = append(rows, []string{at, e.Actor, kind, ok, lock, store, e.Note})
+	}
+	return header, rows
+}
+
+// swimlane draws one lane per actor over width columns plus the lock's
+// holder, with a legend: █ working with the lock, ▓ working without it,
+// ░ paused, ~ cut off from Redis, = in a blocking call, x crashed.
+func swimlane(st *Styles, res simulate.Result, width int) []string {
+	end := max(res.EndMS, 1)
+	from := func(c int) int64 { return end * int64(c) / int64(width) }
+	axis := fmt.Sprintf("%s0%s%s", strings.Repeat(" ", laneLabelWidth), strings.Repeat(" ", max(width-1-len(fmtMS(end)), 1)), fmtMS(end))
+	out := []string{axis}
+	for _, lane := range res.Lanes {
+		var b strings.Builder
+		b.WriteString(st.Lane.Label.Render(lane.Actor))
+		run, runStyle := "", (*lipgloss.Style)(nil)
+		flush := func() {
+			if run != "" && runStyle != nil {
+				b.WriteString(runStyle.Render(run))
+			} else {
+				b.WriteString(run)
+			}
+			run = ""
+		}
+		for c := range width {
+			ch, style := laneChar(st, lane, from(c), max(from(c+1), from(c)+1))
+			if style != runStyle {
+				flush()
+				runStyle = style
+			}
+			run += ch
+		}
+		flush()
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	var lock strings.Builder
+	lock.WriteString(st.Lane.Label.Render("lock"))
+	for c := range width {
+		t := (from(c) + from(c+1)) / 2
+		holder := "·"
+		for _, e := range res.Events {
+			if e.AtMS > t {
+				break
+			}
+			holder = "·"
+			if e.Lock != nil {
+				holder = e.Lock.Holder[:1]
+			}
+		}
+		lock.WriteString(holder)
+	}
+	out = append(out, lock.String())
+	out = append(out, st.Muted.Render("legend: █ working with the lock  ▓ working without it  ░ paused  ~ cut off from Redis  = blocking call  x crashed  · lock free"))
+	return out
+}
+
+// laneChar is the most telling state of a lane in [from, to): crashed, then
+// working without the lock, then working, call, cut off, paused, idle.
+func laneChar(st *Styles, lane simulate.Lane, from, to int64) (string, *lipgloss.Style) {
+	best, ch, style := 0, " ", (*lipgloss.Style)(nil)
+	for _, s := range lane.Segments {
+		if s.ToMS <= from || s.FromMS >= to {
+			continue
+		}
+		rank, c, sty := 0, " ", (*lipgloss.Style)(nil)
+		switch {
+		case s.State == simulate.LaneCrashed:
+			rank, c, sty = 7, "x", &st.Lane.Crashed
+		case s.State == simulate.LaneIdle:
+		case s.State == simulate.LanePaused:
+			rank, c, sty = 2, "░", &st.Lane.Paused
+		case !s.Holds:
+			rank, c, sty = 6, "▓", &st.Lane.Lost
+		case s.State == simulate.LaneWorking:
+			rank, c, sty = 5, "█", &st.Lane.Holding
+		case s.State == simulate.LaneCall:
+			rank, c, sty = 4, "=", &st.Lane.Call
+		case s.State == simulate.LanePartitioned:
+			rank, c, sty = 3, "~", &st.Lane.Partitioned
+		}
+		if rank > best {
+			best, ch, style = rank, c, sty
+		}
+	}
+	return ch, style
+}
+
+// mermaid renders a run as a Mermaid sequence diagram for a postmortem.
+func mermaid(res simulate.Result) string {
+	var b strings.Builder
+	clean := func(s string) string {
+		return strings.NewReplacer(";", ",", "#", "no. ", "\n", " ").Replace(s)
+	}
+	line := func(format string, args ...any) { fmt.Fprintf(&b, "    "+format+"\n", args...) }
+	b.WriteString("sequenceDiagram\n")
+	line("title %s: %s", clean(res.Scenario), res.Verdict)
+	for _, a := range res.Actors {
+		line("participant %s", a)
+	}
+	line("participant R as Redis")
+	line("participant S as Store")
+	hasSend := false
+	for _, e := range res.Events {
+		if e.Kind == "send" {
+			hasSend = true
+		}
+	}
+	if hasSend {
+		line("participant X as Receiver")
+	}
+	for _, e := range res.Events {
+		at := fmtMS(e.AtMS)
+		note := clean(e.Note)
+		switch e.Kind {
+		case "acquire", "renew", "release":
+			verb := map[string]string{"acquire": "SET NX PX " + fmtMS(res.Lease.LeaseMS), "renew": "PEXPIRE", "release": "DEL"}[e.Kind]
+			if e.Count > 1 {
+				verb += fmt.Sprintf(" ×%d until %s", e.Count, fmtMS(e.UntilMS))
+			}
+			line("%s->>R: %s %s", e.Actor, at, verb)
+			arrow := "R-->>%s: %s"
+			if !e.OK {
+				arrow = "R--x%s: %s"
+			} else if e.Kind == "acquire" {
+				note = fmt.Sprintf("OK, fence %d", e.Fence)
+			}
+			line(arrow, e.Actor, note)
+		case "write":
+			line("%s->>S: %s write, fence %d", e.Actor, at, e.Fence)
+			arrow := "S-->>%s: %s"
+			if !e.OK {
+				arrow = "S--x%s: %s"
+			}
+			line(arrow, e.Actor, note)
+		case "send":
+			line("%s->>X: %s send", e.Actor, at)
+			line("X-->>%s: %s", e.Actor, note)
+		case "expire", "failover", "clock_jump":
+			line("Note over R: %s %s: %s", at, e.Kind, note)
+		default:
+			line("Note over %s: %s %s: %s", e.Actor, at, strings.ReplaceAll(e.Kind, "_", " "), note)
+		}
+	}
+	for _, v := range res.Violations {
+		line("Note over %s: %s at %s: %s", v.Actor, v.Code, fmtMS(v.AtMS), clean(v.Message))
+	}
+	return b.String()
+}
+
+// exploreTable renders an exploration: what was varied, the counts per
+// invariant, and the shortest counterexample as a scenario file.
+func exploreTable(t *TableView, res simulate.ExploreResult) {
+	st := t.Styles()
+	how := "grid"
+	if res.Seed != nil {
+		how = fmt.Sprintf("random, seed %d", *res.Seed)
+	}
+	t.Title(fmt.Sprintf("explore %s (%s): %d schedules, %d violating", res.Scenario, how, res.Schedules, res.Violating))
+	if len(res.Dimensions) == 0 {
+		t.Line("nothing to vary: the scenario has no pause, partition, crash, call, failover or clock jump; only the base schedule ran")
+	}
+	for _, d := range res.Dimensions {
+		actor := d.Actor
+		if actor == "" {
+			actor = "redis"
+		}
+		t.Line("  varied: %s's %s, %s from %s to %s", actor, d.Action, d.Field, fmtMS(d.FromMS), fmtMS(d.ToMS))
+	}
+	t.Line("")
+	if len(res.ByCode) > 0 {
+		rows := make([][]string, 0, len(res.ByCode))
+		for _, c := range res.ByCode {
+			rows = append(rows, []string{c.Code, strconv.Itoa(c.Schedules)})
+		}
+		t.Table([]string{"invariant", "violating schedules"}, rows)
+		t.Line("")
+	}
+	t.Line("verdict: %s", st.Level(res.Verdict))
+	if res.Counterexample == nil {
+		return
+	}
+	t.Line("")
+	t.Line("shortest counterexample (save it and replay with --file):")
+	for _, v := range res.Counterexample.Violations {
+		t.Line("  # %s at %s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
+	}
+	t.Line("%s", strings.TrimRight(res.Counterexample.File, "\n"))
+}

@@ -1,0 +1,173 @@
+package cmd_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/internal/golden"
+	"github.com/lockctl/lockctl/simulate"
+)
+
+// execute runs lockctl in-process with buffers, no TTY, no colour.
+func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	t.Setenv("NO_COLOR", "1")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	var out, errOut bytes.Buffer
+	code = cmd.Execute(args, &cmd.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return out.String(), errOut.String(), code
+}
+
+// Golden outputs of every built-in scenario, with all guards on and with
+// its guard (or all guards, for those no guard fixes) off.
+func TestSimulateGolden(t *testing.T) {
+	for _, b := range simulate.Builtins() {
+		off := []string{"--fencing=false", "--owner-check=false", "--cancel-on-loss=false", "--idempotency-key=false"}
+		if b.Guard != "" {
+			off = []string{"--" + strings.ReplaceAll(b.Guard, "_", "-") + "=false"}
+		}
+		for _, variant := range []struct {
+			name  string
+			flags []string
+		}{{"guards_on", nil}, {"guards_off", off}} {
+			t.Run(b.Name+"/"+variant.name, func(t *testing.T) {
+				for _, format := range []string{"table", "json"} {
+					args := append([]string{"simulate", b.Name, "-o", format}, variant.flags...)
+					out, errOut, code := execute(t, args...)
+					if code != 0 {
+						t.Fatalf("exit %d: %s", code, errOut)
+					}
+					golden.Assert(t, []byte(out), "."+format)
+					again, _, _ := execute(t, args...)
+					if again != out {
+						t.Errorf("%s: two runs differ", format)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSimulateFormats(t *testing.T) {
+	for _, format := range []string{"mermaid", "yaml"} {
+		out, errOut, code := execute(t, "simulate", "failover", "--fence-source", "store", "-o", format)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		golden.Assert(t, []byte(out), "."+format)
+	}
+	out, _, code := execute(t, "simulate", "--list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	golden.Assert(t, []byte(out), ".table")
+}
+
+func TestSimulateExpect(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"simulate", "stale-writer", "--expect", "safe"}, 0},
+		{[]string{"simulate", "stale-writer", "--expect", "unsafe"}, 1},
+		{[]string{"simulate", "stale-writer", "--fencing=false", "--expect", "safe"}, 1},
+		{[]string{"simulate", "stale-writer", "--fencing=false"}, 0},
+		{[]string{"simulate", "failover", "--expect", "unsafe", "-o", "mermaid"}, 0},
+		{[]string{"simulate", "renewal-loss", "--explore", "--expect", "safe"}, 0},
+		{[]string{"simulate", "renewal-loss", "--cancel-on-loss=false", "--explore", "--expect", "safe"}, 1},
+	} {
+		_, errOut, code := execute(t, tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, code, tc.code, errOut)
+		}
+		if tc.code == 1 && errOut != "" {
+			t.Errorf("%v: --expect prints nothing more, got %q", tc.args, errOut)
+		}
+	}
+}
+
+func TestSimulateInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: pause, for: 37}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "nope"}, `scenario "nope" is not one of stale-writer`},
+		{[]string{"simulate"}, "name a scenario"},
+		{[]string{"simulate", "stale-writer", "--pause", "37"}, `pause "37" has no unit; did you mean 37s?`},
+		{[]string{"simulate", "stale-writer", "--expect", "maybe"}, `expect "maybe" is not one of safe, unsafe`},
+		{[]string{"simulate", "stale-writer", "--check", "pttl"}, `check "pttl" is not one of none, ttl`},
+		{[]string{"simulate", "stale-writer", "--mode", "fast"}, `mode "fast" is not one of trusted, ordinary`},
+		{[]string{"simulate", "stale-writer", "-o", "csv"}, `output "csv" is not one of table, json, yaml, mermaid`},
+		{[]string{"simulate", "--file", bad}, `bad.yaml: line 5: events[1].for: "37" has no unit; did you mean 37s?`},
+		{[]string{"simulate", "--file", filepath.Join(dir, "missing.yaml")}, "no such file or directory"},
+		{[]string{"simulate", "--explore", "stale-writer", "--grid", "1"}, "grid 1 must be at least 2"},
+	} {
+		_, errOut, code := execute(t, tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 with %q", tc.args, code, errOut, tc.want)
+		}
+		if strings.Count(strings.TrimSpace(errOut), "\n") > 1 {
+			t.Errorf("%v: want one error line and a hint, got %q", tc.args, errOut)
+		}
+	}
+}
+
+func TestSimulateSchema(t *testing.T) {
+	out, _, code := execute(t, "simulate", "schema")
+	if code != 0 || out != string(simulate.Schema()) {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// Flags become options: a runF that only captures them.
+func TestSimulateFlags(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	capture := func(args ...string) *cmd.SimulateOptions {
+		t.Helper()
+		var got *cmd.SimulateOptions
+		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+		root := cmd.NewRootCmd(f)
+		for _, c := range root.Commands() {
+			if c.Name() == "simulate" {
+				root.RemoveCommand(c)
+			}
+		}
+		root.AddCommand(cmd.NewCmdSimulate(f, func(o *cmd.SimulateOptions) error { got = o; return nil }))
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return got
+	}
+	o := capture("simulate", "stale-writer", "--fencing=false", "--check", "ttl", "--pause", "20s", "--expect", "unsafe")
+	if o.Scenario.Guards.Fencing || !o.Scenario.Guards.OwnerCheck || o.Scenario.Check != simulate.CheckTTL || o.Expect != "unsafe" || o.Live {
+		t.Errorf("options: %+v", o)
+	}
+	if i := slices.IndexFunc(o.Scenario.Steps, func(s simulate.Step) bool { return s.Do == simulate.ActPause }); o.Scenario.Steps[i].ForMS != 20000 {
+		t.Errorf("pause %d ms, want 20000", o.Scenario.Steps[i].ForMS)
+	}
+	o = capture("simulate", "--file", "../simulate/testdata/case7-gc-pause.yaml", "--owner-check=false")
+	if o.Scenario.FenceStart != 17 || o.Scenario.Guards.OwnerCheck || !o.Scenario.Guards.Fencing {
+		t.Errorf("file options: %+v", o.Scenario)
+	}
+	o = capture("simulate", "crash-recovery", "--budget", "13h", "--mode", "ordinary", "--redis", "redis://127.0.0.1:1/0", "--time-scale", "0.05")
+	if !o.Live || o.TimeScale != 0.05 || o.Scenario.Policy.Budget.Hours() != 13 || o.Scenario.Policy.Mode != "ordinary" {
+		t.Errorf("live options: %+v", o)
+	}
+	o = capture("simulate", "renewal-loss", "--explore", "--runs", "500", "--seed", "3")
+	if !o.Explore || !o.ExploreOpts.Random || o.ExploreOpts.Runs != 500 || o.ExploreOpts.Seed != 3 {
+		t.Errorf("explore options: %+v", o.ExploreOpts)
+	}
+}

@@ -1,0 +1,269 @@
+package simulate
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+)
+
+// ExploreOptions choose how Explore searches: an exhaustive grid of Grid
+// points per dimension, or Runs random schedules from Seed.
+type ExploreOptions struct {
+	Random bool
+	Runs   int
+	Seed   uint64
+	Grid   int
+	// Progress, if set, is called with the schedules run so far and the
+	// total, every few thousand schedules and at the end.
+	Progress func(done, total int)
+}
+
+// maxGridSchedules caps an exhaustive grid; Explore lowers the points per
+// dimension to stay under it.
+const maxGridSchedules = 2_000_000
+
+// Dimension is one varied quantity: a step's time or length, over
+// [FromMS, ToMS].
+type Dimension struct {
+	Step   int    `json:"step"`
+	Actor  string `json:"actor"`
+	Action Action `json:"action"`
+	Field  string `json:"field"`
+	FromMS int64  `json:"from_ms"`
+	ToMS   int64  `json:"to_ms"`
+}
+
+// CodeCount is how many schedules broke one invariant.
+type CodeCount struct {
+	Code      string `json:"code"`
+	Schedules int    `json:"schedules"`
+}
+
+// Counterexample is the shortest violating schedule found: its violations
+// and the scenario file that replays it with --file.
+type Counterexample struct {
+	Violations []Violation `json:"violations"`
+	File       string      `json:"file"`
+}
+
+// ExploreResult counts the schedules that broke each invariant. Verdict is
+// unsafe when any did; Counterexample is null when none did.
+type ExploreResult struct {
+	Scenario       string          `json:"scenario"`
+	Mode           string          `json:"mode"`
+	Seed           *uint64         `json:"seed,omitempty"`
+	Guards         Guards          `json:"guards"`
+	Dimensions     []Dimension     `json:"dimensions"`
+	Schedules      int             `json:"schedules"`
+	Violating      int             `json:"violating"`
+	ByCode         []CodeCount     `json:"by_code"`
+	Verdict        string          `json:"verdict"`
+	Counterexample *Counterexample `json:"counterexample"`
+}
+
+// dimensions are the faults' times and lengths around a scenario: pause,
+// partition (at, for), crash and failover (at), clock_jump (at, by) and the
+// length of blocking calls, over [0, horizon].
+func dimensions(sc *Scenario, horizon int64) []Dimension {
+	var ds []Dimension
+	add := func(i int, field string, from int64) {
+		st := sc.Steps[i]
+		ds = append(ds, Dimension{Step: i, Actor: st.Actor, Action: st.Do, Field: field, FromMS: from, ToMS: horizon})
+	}
+	for i, st := range sc.Steps {
+		switch st.Do {
+		case ActPause, ActPartition:
+			add(i, "at", 0)
+			add(i, "for", 1)
+		case ActCrash, ActFailover:
+			add(i, "at", 0)
+		case ActClockJump:
+			add(i, "at", 0)
+			add(i, "by", 1)
+		case ActCall:
+			add(i, "for", 1)
+		}
+	}
+	return ds
+}
+
+func (d Dimension) set(st *Step, v int64) {
+	switch d.Field {
+	case "at":
+		st.AtMS = v
+	case "for":
+		st.ForMS = v
+	case "by":
+		st.ByMS = v
+	}
+}
+
+// Explore runs the scenario under many schedules of its faults (the base
+// schedule first) and counts the violations per invariant, keeping the
+// shortest counterexample: the smallest total fault length, then the
+// earliest violation. It stops early with ctx's error when ctx is done.
+func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult, error) {
+	sc.normalize()
+	p, err := sc.Policy.resolve()
+	if err != nil {
+		return ExploreResult{}, err
+	}
+	base := newEngine(&sc, p, sc.Guards, false)
+	if err := base.run(); err != nil {
+		return ExploreResult{}, err
+	}
+	horizon := base.now + p.lease
+	dims := dimensions(&sc, horizon)
+	res := ExploreResult{Scenario: sc.Name, Mode: "grid", Guards: sc.Guards, Dimensions: dims, ByCode: []CodeCount{}}
+	if res.Dimensions == nil {
+		res.Dimensions = []Dimension{}
+	}
+	work := sc
+	work.Steps = make([]Step, len(sc.Steps))
+	copy(work.Steps, sc.Steps)
+	e := newEngine(&work, p, sc.Guards, false)
+	counts := make([]int, len(Codes))
+	var best []Step
+	var bestSize int64
+	try := func() error {
+		e.reset()
+		if err := e.run(); err != nil {
+			return err
+		}
+		res.Schedules++
+		if e.mask == 0 {
+			return nil
+		}
+		res.Violating++
+		for i := range Codes {
+			if e.mask&(1<<i) != 0 {
+				counts[i]++
+			}
+		}
+		var size int64
+		for _, st := range work.Steps {
+			if st.Do.fault() || st.Do == ActCall {
+				size += st.ForMS + st.ByMS
+			}
+		}
+		if best == nil || size < bestSize {
+			best, bestSize = append(best[:0], work.Steps...), size
+		}
+		return nil
+	}
+	if err := try(); err != nil {
+		return res, err
+	}
+	total := 1
+	if o.Random {
+		total = max(o.Runs, 1)
+	} else if len(dims) > 0 {
+		g := gridPoints(o.Grid, len(dims))
+		for range dims {
+			total *= g
+		}
+		total++
+	}
+	progress := func(n int) {
+		if o.Progress != nil {
+			o.Progress(n, total)
+		}
+	}
+	defer func() { progress(res.Schedules) }()
+	values := make([]int64, len(dims))
+	if o.Random {
+		res.Mode = "random"
+		seed := o.Seed
+		res.Seed = &seed
+		rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+		for n := 1; n < o.Runs; n++ {
+			if n%4096 == 0 {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				progress(n)
+			}
+			copy(work.Steps, sc.Steps)
+			for i, d := range dims {
+				values[i] = d.FromMS + rng.Int64N(d.ToMS-d.FromMS+1)
+				d.set(&work.Steps[d.Step], values[i])
+			}
+			if err := try(); err != nil {
+				return res, err
+			}
+		}
+	} else if len(dims) > 0 {
+		g := gridPoints(o.Grid, len(dims))
+		idx := make([]int, len(dims))
+		for n := 0; ; n++ {
+			if n%4096 == 0 {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				progress(n)
+			}
+			copy(work.Steps, sc.Steps)
+			for i, d := range dims {
+				d.set(&work.Steps[d.Step], d.FromMS+(d.ToMS-d.FromMS)*int64(idx[i])/int64(g-1))
+			}
+			if err := try(); err != nil {
+				return res, err
+			}
+			k := 0
+			for k < len(idx) {
+				idx[k]++
+				if idx[k] < g {
+					break
+				}
+				idx[k] = 0
+				k++
+			}
+			if k == len(idx) {
+				break
+			}
+		}
+	}
+	for i, c := range counts {
+		if c > 0 {
+			res.ByCode = append(res.ByCode, CodeCount{Code: Codes[i], Schedules: c})
+		}
+	}
+	res.Verdict = VerdictSafe
+	if res.Violating > 0 {
+		res.Verdict = VerdictUnsafe
+		ce := sc
+		ce.Steps = best
+		ce.Name = sc.Name + "-counterexample"
+		ce.Description = fmt.Sprintf("shortest counterexample found by exploring %s (%d of %d schedules violated an invariant)", sc.Name, res.Violating, res.Schedules)
+		r, err := Run(ce)
+		if err != nil {
+			return res, err
+		}
+		file, err := MarshalFile(ce)
+		if err != nil {
+			return res, err
+		}
+		res.Counterexample = &Counterexample{Violations: r.Violations, File: string(file)}
+	}
+	return res, nil
+}
+
+// gridPoints is at least 2 and lowered until the grid fits under
+// maxGridSchedules.
+func gridPoints(g, dims int) int {
+	g = max(g, 2)
+	for g > 2 {
+		total := 1
+		for range dims {
+			total *= g
+			if total > maxGridSchedules {
+				break
+			}
+		}
+		if total <= maxGridSchedules {
+			return g
+		}
+		g--
+	}
+	return g
+}

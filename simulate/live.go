@@ -1,0 +1,1050 @@
+package simulate
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/store_write.lua
+	storeWriteLua    string
+	storeWriteScript = redis.NewScript(storeWriteLua)
+)
+
+// LiveTolerance is the real time below which a live OVERLAP or
+// LOCK_LOST_WHILE_WORKING is goroutine scheduling jitter, not a finding.
+const LiveTolerance = 5 * time.Millisecond
+
+// errPartitioned is what a partitioned process gets from Redis.
+var errPartitioned = errors.New("partitioned: cannot reach Redis")
+
+// LiveOptions configure RunLive. Everything it writes is under Prefix.
+type LiveOptions struct {
+	Client redis.UniversalClient
+	// TimeScale is real seconds per virtual second (0.01: 30s take 300ms).
+	TimeScale float64
+	// Prefix starts every key written; empty means "lockctl:sim:{<random>}:"
+	// (the hash tag keeps every key on one cluster slot).
+	Prefix string
+}
+
+// LiveResult is a live run: its verdict and violations (times in virtual ms)
+// and the timeline it observed.
+type LiveResult struct {
+	Prefix     string      `json:"prefix"`
+	TimeScale  float64     `json:"time_scale"`
+	Verdict    string      `json:"verdict"`
+	Violations []Violation `json:"violations"`
+	Events     []Event     `json:"events"`
+}
+
+type liveGrant struct {
+	actor   string
+	fence   int64
+	at      time.Time
+	expires time.Time
+	lostAt  time.Time // deleted by someone else (zero: only expiry ends it)
+}
+
+func (g *liveGrant) end() time.Time {
+	if !g.lostAt.IsZero() && g.lostAt.Before(g.expires) {
+		return g.lostAt
+	}
+	return g.expires
+}
+
+type liveSection struct {
+	start, end time.Time
+	grant      *liveGrant
+}
+
+// liveStep is a program step and how many faults come before it (by time,
+// then file order), so same-instant faults apply first, as in the model.
+type liveStep struct {
+	Step
+	before int
+}
+
+type liveActor struct {
+	name        string
+	steps       []liveStep
+	pausedUntil time.Time
+	pauseStart  time.Time
+	checkedOK   bool
+	partUntil   time.Time
+	crashed     bool
+	lock        *lockcore.Lock
+	grant       *liveGrant
+	keeper      *lockcore.Keeper
+	stopRenew   chan struct{}
+	renewDone   chan struct{}
+	workCtx     context.Context
+	cancelled   bool
+	inSection   bool
+	secStart    time.Time
+	sections    []liveSection
+	pauses      [][2]time.Time
+	// frozen: a pause stopped the renewer; inFlight: the program waits out
+	// the pause with a step in flight and restarts the renewer after it.
+	frozen   bool
+	inFlight bool
+}
+
+type liveRun struct {
+	sc        *Scenario
+	p         leaseParams
+	o         LiveOptions
+	ctx       context.Context
+	start     time.Time
+	keys      lockcore.Keys
+	storeKey  string
+	recvKey   string
+	mu        sync.Mutex
+	actors    []*liveActor
+	grants    []*liveGrant
+	maxFence  int64
+	events    []Event
+	viol      []Violation
+	storeHigh int64
+	applied   int // faults applied so far
+}
+
+// partClient is the Redis client as one process sees it: every call fails
+// while the process is partitioned.
+type partClient struct {
+	redis.UniversalClient
+	r *liveRun
+	a *liveActor
+}
+
+func (c partClient) cut(ctx context.Context) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(errPartitioned)
+	return cmd
+}
+
+// Eval fails while the process is partitioned.
+func (c partClient) Eval(ctx context.Context, s string, k []string, args ...any) *redis.Cmd {
+	if c.r.partitioned(c.a) {
+		return c.cut(ctx)
+	}
+	return c.UniversalClient.Eval(ctx, s, k, args...)
+}
+
+// EvalSha fails while the process is partitioned.
+func (c partClient) EvalSha(ctx context.Context, s string, k []string, args ...any) *redis.Cmd {
+	if c.r.partitioned(c.a) {
+		return c.cut(ctx)
+	}
+	return c.UniversalClient.EvalSha(ctx, s, k, args...)
+}
+
+// Get fails while the process is partitioned.
+func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
+	if c.r.partitioned(c.a) {
+		cmd := redis.NewStringCmd(ctx)
+		cmd.SetErr(errPartitioned)
+		return cmd
+	}
+	return c.UniversalClient.Get(ctx, key)
+}
+
+// RunLive plays the scenario against a real Redis: one goroutine per
+// process running its steps at TimeScale, lockcore's Locker (and Keeper when
+// owner checks and cancel-on-loss are both on; blind or non-cancelling
+// renewers otherwise), a fenced store (a hash updated by a
+// compare-fence-then-write script) and a receiver hash. A pause stops the
+// process's renewer and worker; a partition fails its Redis calls; failover
+// and clock_jump are emulated (the lock key is deleted, or its TTL cut).
+// Every key is under the prefix and deleted at the end. It returns an error
+// when Redis fails for another reason than a partition.
+func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error) {
+	sc.normalize()
+	p, err := sc.Policy.resolve()
+	if err != nil {
+		return LiveResult{}, err
+	}
+	if o.TimeScale <= 0 {
+		o.TimeScale = 0.01
+	}
+	if o.Prefix == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		o.Prefix = "lockctl:sim:{" + hex.EncodeToString(b[:]) + "}:"
+	}
+	r := &liveRun{sc: &sc, p: p, o: o, ctx: ctx,
+		keys:     lockcore.Keys{Lock: o.Prefix + "lock", Fence: o.Prefix + "fence"},
+		storeKey: o.Prefix + "store", recvKey: o.Prefix + "receiver"}
+	defer r.cleanup()
+	if start := sc.FenceStart; start > 1 {
+		if err := o.Client.Set(ctx, r.keys.Fence, start-1, 0).Err(); err != nil {
+			return LiveResult{}, err
+		}
+	}
+	byName := map[string]*liveActor{}
+	var faults []Step
+	var faultIdx []int
+	for i, st := range sc.Steps {
+		if st.Do.fault() {
+			faults, faultIdx = append(faults, st), append(faultIdx, i)
+		}
+	}
+	order := make([]int, len(faults))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return int(faults[x].AtMS - faults[y].AtMS) })
+	sorted := make([]Step, len(faults))
+	for k, i := range order {
+		sorted[k] = faults[i]
+	}
+	for i, st := range sc.Steps {
+		if st.Do == ActFailover || st.Do == ActClockJump {
+			continue
+		}
+		a := byName[st.Actor]
+		if a == nil {
+			a = &liveActor{name: st.Actor}
+			byName[st.Actor] = a
+			r.actors = append(r.actors, a)
+		}
+		if st.Do.fault() {
+			continue
+		}
+		before := 0
+		for k, f := range faults {
+			if f.AtMS < st.AtMS || (f.AtMS == st.AtMS && faultIdx[k] < i) {
+				before++
+			}
+		}
+		a.steps = append(a.steps, liveStep{Step: st, before: before})
+	}
+	faults = sorted
+	r.start = time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(r.actors)+1)
+	for _, a := range r.actors {
+		slices.SortStableFunc(a.steps, func(x, y liveStep) int { return int(x.AtMS - y.AtMS) })
+		wg.Go(func() {
+			if err := r.program(a); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Go(func() { r.faults(faults, byName) })
+	wg.Wait()
+	for _, a := range r.actors {
+		r.stopRenewer(a)
+		r.endSection(a, time.Now())
+	}
+	close(errs)
+	if err := <-errs; err != nil {
+		return LiveResult{}, err
+	}
+	return r.result(), nil
+}
+
+func (r *liveRun) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var keys []string
+	iter := r.o.Client.Scan(ctx, 0, r.o.Prefix+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	for _, k := range keys {
+		r.o.Client.Del(ctx, k)
+	}
+}
+
+func (r *liveRun) real(vms int64) time.Time {
+	return r.start.Add(time.Duration(float64(vms) * r.o.TimeScale * float64(time.Millisecond)))
+}
+
+func (r *liveRun) dur(vms int64) time.Duration {
+	return max(time.Duration(float64(vms)*r.o.TimeScale*float64(time.Millisecond)), time.Millisecond)
+}
+
+func (r *liveRun) virtual(t time.Time) int64 {
+	return int64(float64(t.Sub(r.start)) / float64(time.Millisecond) / r.o.TimeScale)
+}
+
+func (r *liveRun) partitioned(a *liveActor) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Now().Before(a.partUntil)
+}
+
+func (r *liveRun) paused(a *liveActor) (bool, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Now().Before(a.pausedUntil), a.pausedUntil
+}
+
+func (r *liveRun) event(actor, kind string, ok bool, fence int64, note string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, Event{AtMS: r.virtual(time.Now()), Actor: actor, Kind: kind, OK: ok, Fence: fence, Note: note, StoreFence: r.storeHigh})
+}
+
+func (r *liveRun) violate(code, actor, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.viol = append(r.viol, Violation{Code: code, AtMS: r.virtual(time.Now()), Actor: actor, Message: msg})
+}
+
+// sleepUntil waits for t; it returns false when ctx ends.
+func (r *liveRun) sleepUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return r.ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
+// program runs an actor's steps in order; like the model, a step that falls
+// in a pause runs at the wake-up (in flight: it already passed its checks)
+// and later steps move by the same delay.
+func (r *liveRun) program(a *liveActor) error {
+	var shift time.Duration
+	for _, ls := range a.steps {
+		st := ls.Step
+		due := r.real(st.AtMS).Add(shift)
+		if !r.sleepUntil(due) {
+			return r.ctx.Err()
+		}
+		for {
+			r.mu.Lock()
+			ready := r.applied >= ls.before
+			r.mu.Unlock()
+			if ready {
+				break
+			}
+			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
+				return r.ctx.Err()
+			}
+		}
+		inFlight := false
+		for {
+			r.mu.Lock()
+			p, until := time.Now().Before(a.pausedUntil), a.pausedUntil
+			if p {
+				a.inFlight, inFlight = true, true
+			}
+			r.mu.Unlock()
+			if !p {
+				break
+			}
+			if !r.sleepUntil(until) {
+				return r.ctx.Err()
+			}
+		}
+		r.mu.Lock()
+		crashed := a.crashed
+		r.mu.Unlock()
+		if crashed {
+			return nil
+		}
+		if late := time.Since(due); late > 0 {
+			shift += late
+		}
+		began := time.Now()
+		if err := r.step(a, st, inFlight); err != nil {
+			return err
+		}
+		if inFlight {
+			r.thaw(a, true)
+		}
+		if st.Do == ActAcquire && st.WaitMS > 0 {
+			shift += time.Since(began)
+		}
+	}
+	r.stopRenewer(a)
+	r.endSection(a, time.Now())
+	return nil
+}
+
+func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
+	client := partClient{UniversalClient: r.o.Client, r: r, a: a}
+	r.mu.Lock()
+	inSection, cancelled := a.inSection, a.cancelled
+	r.mu.Unlock()
+	guards := r.sc.Guards
+	if guards.CancelOnLoss && inSection && !inFlight {
+		r.mu.Lock()
+		ctx := a.workCtx
+		r.mu.Unlock()
+		if ctx != nil && ctx.Err() != nil && context.Cause(ctx) != context.Canceled {
+			r.cancel(a, context.Cause(ctx))
+			inSection, cancelled = false, true
+		}
+	}
+	switch st.Do {
+	case ActAcquire:
+		return r.acquire(a, client, st)
+	case ActRelease:
+		return r.release(a, client)
+	case ActRenew:
+		if a.lock != nil {
+			r.renewOnce(a, client)
+		}
+		return nil
+	case ActWork, ActCall:
+		if !inSection {
+			r.event(a.name, string(st.Do), false, 0, skipNote(a.name, cancelled))
+			return nil
+		}
+		r.event(a.name, string(st.Do), true, 0, string(st.Do)+" for "+fmtMS(st.ForMS))
+		r.busy(a, r.dur(st.ForMS))
+		return nil
+	case ActWrite:
+		if !inSection {
+			r.event(a.name, "write", false, 0, skipNote(a.name, cancelled))
+			return nil
+		}
+		if r.sc.Check == CheckTTL {
+			ok := a.checkedOK
+			if !inFlight {
+				v, err := client.Get(r.ctx, r.keys.Lock).Result()
+				ok = err == nil && v == a.lock.Value()
+			}
+			if !ok {
+				r.event(a.name, "write", false, 0, "TTL check: the key is not "+a.name+"'s; write skipped")
+				return nil
+			}
+		}
+		fencing := "0"
+		if guards.Fencing {
+			fencing = "1"
+		}
+		res, err := storeWriteScript.Run(r.ctx, r.o.Client, []string{r.storeKey}, a.lock.Fence, a.name, fencing).Int64Slice()
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.storeHigh = max(r.storeHigh, a.lock.Fence)
+		r.mu.Unlock()
+		if res[0] == 0 {
+			r.event(a.name, "write", false, a.lock.Fence, fmt.Sprintf("rejected: fence %d < %d", a.lock.Fence, res[1]))
+			return nil
+		}
+		r.event(a.name, "write", true, a.lock.Fence, "accepted")
+		if a.lock.Fence < res[1] {
+			r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after a write with fence %d", a.name, a.lock.Fence, res[1]))
+		}
+		return nil
+	case ActSend:
+		if !inSection {
+			r.event(a.name, "send", false, 0, skipNote(a.name, cancelled))
+			return nil
+		}
+		if guards.IdempotencyKey {
+			fresh, err := r.o.Client.HSetNX(r.ctx, r.recvKey, st.Key, 1).Result()
+			if err != nil {
+				return err
+			}
+			if !fresh {
+				r.event(a.name, "send", true, 0, "deduped by the receiver: "+st.Key)
+				return nil
+			}
+			r.event(a.name, "send", true, 0, "effect applied: "+st.Key)
+			return nil
+		}
+		n, err := r.o.Client.HIncrBy(r.ctx, r.recvKey, st.Key, 1).Result()
+		if err != nil {
+			return err
+		}
+		r.event(a.name, "send", true, 0, "effect applied: "+st.Key)
+		if n > 1 {
+			r.violate(CodeDuplicate, a.name, fmt.Sprintf("%s applied %d times", st.Key, n))
+		}
+	}
+	return nil
+}
+
+func skipNote(name string, cancelled bool) string {
+	if cancelled {
+		return "skipped: " + name + "'s work was cancelled"
+	}
+	return "skipped: " + name + " does not hold the lock"
+}
+
+// busy is work or a blocking call: it makes progress only while the process
+// is not paused and returns early when cancel-on-loss cancels the work.
+func (r *liveRun) busy(a *liveActor, d time.Duration) {
+	remaining := d
+	for remaining > 0 {
+		if p, until := r.paused(a); p {
+			if !r.sleepUntil(until) {
+				return
+			}
+			continue
+		}
+		r.mu.Lock()
+		ctx, crashed := a.workCtx, a.crashed
+		r.mu.Unlock()
+		if crashed {
+			return
+		}
+		chunk := min(remaining, time.Millisecond)
+		var done <-chan struct{}
+		if r.sc.Guards.CancelOnLoss && ctx != nil {
+			done = ctx.Done()
+		}
+		t := time.NewTimer(chunk)
+		select {
+		case <-t.C:
+			remaining -= chunk
+		case <-done:
+			t.Stop()
+			if context.Cause(ctx) == context.Canceled {
+				// The renewer was stopped by a pause, not by the lease.
+				if !r.sleepUntil(time.Now().Add(chunk)) {
+					return
+				}
+				continue
+			}
+			r.cancel(a, context.Cause(ctx))
+			return
+		case <-r.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
+	locker := lockcore.NewLocker(client)
+	lease := r.dur(r.p.lease)
+	deadline := time.Now().Add(r.dur(st.WaitMS))
+	retry := max(lease/100, time.Millisecond)
+	for {
+		sent := time.Now()
+		lock, err := locker.Acquire(r.ctx, r.keys, lease)
+		switch {
+		case err == nil:
+			r.granted(a, lock, sent)
+			return nil
+		case errors.Is(err, lockcore.ErrNotObtained), errors.Is(err, errPartitioned):
+			if st.WaitMS == 0 || time.Now().After(deadline) {
+				r.event(a.name, "acquire", false, 0, "not obtained: "+err.Error())
+				return nil
+			}
+			if !r.sleepUntil(time.Now().Add(retry)) {
+				return r.ctx.Err()
+			}
+		default:
+			return err
+		}
+	}
+}
+
+func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time) {
+	g := &liveGrant{actor: a.name, fence: lock.Fence, at: sent, expires: sent.Add(lock.Lease)}
+	r.mu.Lock()
+	backwards := lock.Fence <= r.maxFence
+	prev := r.maxFence
+	r.maxFence = max(r.maxFence, lock.Fence)
+	r.grants = append(r.grants, g)
+	a.lock, a.grant, a.inSection, a.cancelled, a.secStart = lock, g, true, false, time.Now()
+	r.mu.Unlock()
+	r.event(a.name, "acquire", true, lock.Fence, fmt.Sprintf("SET NX PX %s, fence %d", fmtMS(r.p.lease), lock.Fence))
+	if backwards {
+		r.violate(CodeFenceBackwards, a.name, fmt.Sprintf("%s got fence %d, not above %d", a.name, lock.Fence, prev))
+	}
+	r.startRenewer(a)
+}
+
+// liveLease is the policy's lease in real time, for lockcore.Keeper.
+func (r *liveRun) liveLease() lockcore.Lease {
+	l := lockcore.Lease{Lease: r.dur(r.p.lease), Renewable: r.p.renewable}
+	if r.p.budget > 0 {
+		l.Budget = r.dur(r.p.budget)
+	}
+	if r.p.renewable {
+		l.RenewEvery = r.dur(r.p.renewEvery)
+		if r.p.bound > 0 {
+			l.RenewBound = r.dur(r.p.bound)
+		}
+	}
+	return l
+}
+
+// startRenewer starts lockcore's Keeper when owner checks and cancel-on-loss
+// are on; otherwise a renewer with the guard that is off missing (blind
+// PEXPIRE, or failures that cancel nothing).
+func (r *liveRun) startRenewer(a *liveActor) {
+	g := r.sc.Guards
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	watch := func(ctx context.Context) {
+		if !g.CancelOnLoss {
+			return
+		}
+		// The work stops when the lease can no longer be proven, even
+		// between steps; a plain Canceled is our own stop (pause, release).
+		context.AfterFunc(ctx, func() {
+			if cause := context.Cause(ctx); cause != context.Canceled {
+				r.cancel(a, cause)
+			}
+		})
+	}
+	if g.OwnerCheck && g.CancelOnLoss {
+		ctx, k := lockcore.Keep(r.ctx, a.lock, lockcore.KeeperOptions{Lease: r.liveLease(), OnRenew: func(err error) {
+			r.renewed(a, err)
+		}})
+		a.keeper, a.workCtx = k, ctx
+		watch(ctx)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	a.workCtx = ctx
+	watch(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	a.stopRenew, a.renewDone = stop, done
+	go r.renewLoop(a, ctx, cancel, stop, done)
+}
+
+func (r *liveRun) renewed(a *liveActor, err error) {
+	if err == nil {
+		r.mu.Lock()
+		if a.grant != nil {
+			a.grant.expires = a.lock.AcquiredAt.Add(a.lock.Lease)
+		}
+		r.mu.Unlock()
+		r.event(a.name, "renew", true, 0, "PEXPIRE "+fmtMS(r.p.lease))
+		return
+	}
+	r.event(a.name, "renew", false, 0, err.Error())
+}
+
+// renewLoop renews on the policy's schedule, retrying failures; with
+// cancel-on-loss it cancels the work when the lease can no longer be proven.
+func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.CancelCauseFunc, stop, done chan struct{}) {
+	defer close(done)
+	l := r.liveLease()
+	start := a.lock.AcquiredAt
+	retry := min(max(l.RenewEvery/4, time.Millisecond), 500*time.Millisecond)
+	next := a.lock.AcquiredAt.Add(l.RenewEvery)
+	for {
+		wait := time.Until(next)
+		if !l.Renewable {
+			wait = time.Hour
+		}
+		if r.sc.Guards.CancelOnLoss {
+			wait = min(wait, time.Until(a.lock.ValidUntil()))
+			if l.Budget > 0 {
+				wait = min(wait, time.Until(start.Add(l.Budget)))
+			}
+		}
+		t := time.NewTimer(max(wait, 0))
+		select {
+		case <-stop:
+			t.Stop()
+			cancel(context.Canceled)
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if r.sc.Guards.CancelOnLoss {
+			if l.Budget > 0 && !now.Before(start.Add(l.Budget)) {
+				cancel(lockcore.ErrBudgetExceeded)
+				return
+			}
+			if !now.Before(a.lock.ValidUntil()) {
+				cancel(lockcore.ErrLeaseLost)
+				return
+			}
+		}
+		if !l.Renewable || now.Before(next) {
+			continue
+		}
+		if l.RenewBound > 0 && !now.Before(start.Add(l.RenewBound)) {
+			r.event(a.name, "renew", false, 0, "renewal bound reached: renewals stop")
+			return
+		}
+		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}) {
+		case renewOK:
+			next = a.lock.AcquiredAt.Add(l.RenewEvery)
+		case renewRetry:
+			next = time.Now().Add(retry)
+		case renewRefused:
+			if r.sc.Guards.CancelOnLoss {
+				cancel(lockcore.ErrLeaseLost)
+			}
+			return
+		}
+	}
+}
+
+type renewOutcome int
+
+const (
+	renewOK renewOutcome = iota
+	renewRetry
+	renewRefused
+)
+
+// renewOnce is one renewal: lockcore's owner-checked Renew, or a blind
+// PEXPIRE (after a GET, only to see whose key it extends).
+func (r *liveRun) renewOnce(a *liveActor, client partClient) renewOutcome {
+	sent := time.Now()
+	if r.sc.Guards.OwnerCheck {
+		err := a.lock.Renew(r.ctx)
+		switch {
+		case err == nil:
+			r.renewed(a, nil)
+			return renewOK
+		case errors.Is(err, lockcore.ErrNotHeld):
+			r.event(a.name, "renew", false, 0, "refused: not owner or the key is gone")
+			return renewRefused
+		}
+		r.event(a.name, "renew", false, 0, err.Error())
+		return renewRetry
+	}
+	if r.partitioned(a) {
+		r.event(a.name, "renew", false, 0, errPartitioned.Error())
+		return renewRetry
+	}
+	v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+	ok, err := r.o.Client.PExpire(r.ctx, r.keys.Lock, a.lock.Lease).Result()
+	if err != nil {
+		r.event(a.name, "renew", false, 0, err.Error())
+		return renewRetry
+	}
+	if !ok {
+		r.event(a.name, "renew", false, 0, "refused: the key is gone")
+		return renewRefused
+	}
+	a.lock.AcquiredAt = sent
+	if v != a.lock.Value() {
+		if g := r.grantOf(v); g != nil {
+			r.mu.Lock()
+			g.expires = sent.Add(a.lock.Lease)
+			r.mu.Unlock()
+			r.violate(CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
+		}
+		r.event(a.name, "renew", true, 0, "blind PEXPIRE extended another holder's key")
+		return renewOK
+	}
+	r.renewed(a, nil)
+	return renewOK
+}
+
+func (r *liveRun) grantOf(value string) *liveGrant {
+	fence, _, err := lockcore.ParseValue(value)
+	if err != nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range r.grants {
+		if g.fence == fence {
+			return g
+		}
+	}
+	return nil
+}
+
+func (r *liveRun) stopRenewer(a *liveActor) {
+	r.mu.Lock()
+	k, stop, done := a.keeper, a.stopRenew, a.renewDone
+	a.keeper, a.stopRenew, a.renewDone = nil, nil, nil
+	r.mu.Unlock()
+	if k != nil {
+		k.Stop()
+	}
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+}
+
+func (r *liveRun) release(a *liveActor, client partClient) error {
+	if a.lock == nil {
+		r.event(a.name, "release", false, 0, "skipped: nothing to release")
+		return nil
+	}
+	r.stopRenewer(a)
+	r.endSection(a, time.Now())
+	defer func() { a.lock = nil }()
+	if r.sc.Guards.OwnerCheck {
+		err := a.lock.Release(r.ctx)
+		switch {
+		case err == nil:
+			r.event(a.name, "release", true, 0, "deleted its own key")
+		case errors.Is(err, lockcore.ErrNotHeld):
+			r.event(a.name, "release", false, 0, "refused: not owner or the key is gone")
+		case errors.Is(err, errPartitioned):
+			r.event(a.name, "release", false, 0, err.Error())
+		default:
+			return err
+		}
+		return nil
+	}
+	if r.partitioned(a) {
+		r.event(a.name, "release", false, 0, errPartitioned.Error())
+		return nil
+	}
+	v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+	n, err := r.o.Client.Del(r.ctx, r.keys.Lock).Result()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		r.event(a.name, "release", false, 0, "nothing to delete: the key is gone")
+		return nil
+	}
+	if v != a.lock.Value() {
+		if g := r.grantOf(v); g != nil {
+			r.mu.Lock()
+			g.lostAt = time.Now()
+			r.mu.Unlock()
+			r.violate(CodeForeignRelease, a.name, fmt.Sprintf("%s's blind DEL released %s's lock", a.name, g.actor))
+		}
+		r.event(a.name, "release", true, 0, "blind DEL deleted another holder's key")
+		return nil
+	}
+	r.event(a.name, "release", true, 0, "deleted its own key")
+	return nil
+}
+
+func (r *liveRun) cancel(a *liveActor, cause error) {
+	r.mu.Lock()
+	if !a.inSection || a.cancelled {
+		r.mu.Unlock()
+		return
+	}
+	a.cancelled = true
+	r.endSectionLocked(a, time.Now())
+	r.mu.Unlock()
+	why := map[error]string{lockcore.ErrLeaseLost: "the lease can no longer be proven",
+		lockcore.ErrBudgetExceeded: "the budget ended", lockcore.ErrBoundReached: "the renewal bound was reached"}[cause]
+	r.event(a.name, "cancel", true, 0, "work cancelled: "+why)
+}
+
+func (r *liveRun) endSection(a *liveActor, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.endSectionLocked(a, t)
+}
+
+func (r *liveRun) endSectionLocked(a *liveActor, t time.Time) {
+	if !a.inSection {
+		return
+	}
+	a.inSection = false
+	a.sections = append(a.sections, liveSection{start: a.secStart, end: t, grant: a.grant})
+}
+
+// thaw restarts the renewer a pause stopped: at the wake-up, or, when a
+// step was in flight, right after that step (so the write that was already
+// past its checks reaches the store before the lease is found lost).
+func (r *liveRun) thaw(a *liveActor, byProgram bool) {
+	r.mu.Lock()
+	if !byProgram && a.inFlight {
+		r.mu.Unlock()
+		return
+	}
+	a.inFlight = false
+	restart := a.frozen && a.inSection && !a.crashed && a.lock != nil
+	a.frozen = false
+	r.mu.Unlock()
+	if restart {
+		r.startRenewer(a)
+	}
+}
+
+// faults applies pauses, partitions, crashes, failovers and clock jumps at
+// their times.
+func (r *liveRun) faults(steps []Step, byName map[string]*liveActor) {
+	var wakes sync.WaitGroup
+	defer wakes.Wait()
+	for _, st := range steps {
+		if !r.sleepUntil(r.real(st.AtMS)) {
+			return
+		}
+		r.fault(st, byName[st.Actor], &wakes)
+		r.mu.Lock()
+		r.applied++
+		r.mu.Unlock()
+	}
+}
+
+func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
+	switch st.Do {
+	case ActPause:
+		r.stopRenewer(a) // a frozen process renews nothing
+		r.mu.Lock()
+		a.frozen = a.inSection && a.lock != nil
+		now := time.Now()
+		a.pauseStart, a.pausedUntil = now, now.Add(r.dur(st.ForMS))
+		a.pauses = append(a.pauses, [2]time.Time{now, a.pausedUntil})
+		lock := a.lock
+		r.mu.Unlock()
+		if lock != nil {
+			v, err := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+			r.mu.Lock()
+			a.checkedOK = err == nil && v == lock.Value()
+			r.mu.Unlock()
+		}
+		r.event(a.name, "pause", true, 0, "process frozen for "+fmtMS(st.ForMS))
+		until := a.pausedUntil
+		wakes.Go(func() {
+			if !r.sleepUntil(until) {
+				return
+			}
+			r.event(a.name, "wake", true, 0, a.name+" resumes where it froze")
+			r.thaw(a, false)
+		})
+	case ActPartition:
+		r.mu.Lock()
+		a.partUntil = time.Now().Add(r.dur(st.ForMS))
+		r.mu.Unlock()
+		r.event(a.name, "partition", true, 0, "cut off from Redis for "+fmtMS(st.ForMS))
+	case ActCrash:
+		r.stopRenewer(a)
+		r.mu.Lock()
+		a.crashed = true
+		r.endSectionLocked(a, time.Now())
+		r.mu.Unlock()
+		r.event(a.name, "crash", true, 0, "process killed; its key stays until it expires")
+	case ActFailover:
+		v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+		r.o.Client.Del(r.ctx, r.keys.Lock)
+		if g := r.grantOf(v); g != nil {
+			r.mu.Lock()
+			g.lostAt = time.Now()
+			r.mu.Unlock()
+		}
+		r.event(serverActor, "failover", true, 0, "emulated: the lock key is deleted, as if never replicated")
+	case ActClockJump:
+		pttl, _ := r.o.Client.PTTL(r.ctx, r.keys.Lock).Result()
+		v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+		left := pttl - r.dur(st.ByMS)
+		if left > 0 {
+			r.o.Client.PExpire(r.ctx, r.keys.Lock, left)
+		} else {
+			r.o.Client.Del(r.ctx, r.keys.Lock)
+		}
+		if g := r.grantOf(v); g != nil && pttl > 0 {
+			r.mu.Lock()
+			g.expires = time.Now().Add(max(left, 0))
+			r.mu.Unlock()
+		}
+		r.event(serverActor, "clock_jump", true, 0, "emulated: the key's TTL is cut by "+fmtMS(st.ByMS))
+	}
+}
+
+// result checks the invariants over the observed intervals: OVERLAP and
+// LOCK_LOST_WHILE_WORKING (longer than LiveTolerance), with the violations
+// recorded as they happened.
+func (r *liveRun) result() LiveResult {
+	res := LiveResult{Prefix: r.o.Prefix, TimeScale: r.o.TimeScale, Events: r.events, Violations: r.viol}
+	type span struct {
+		from, to time.Time
+		actor    string
+		grant    *liveGrant
+	}
+	var active []span
+	for _, a := range r.actors {
+		for _, s := range a.sections {
+			for _, piece := range cutPauses(s.start, s.end, a.pauses) {
+				active = append(active, span{piece[0], piece[1], a.name, s.grant})
+			}
+		}
+	}
+	for _, s := range active {
+		if end := s.grant.end(); end.Before(s.to) {
+			from := maxTime(end, s.from)
+			if s.to.Sub(from) > LiveTolerance {
+				res.Violations = append(res.Violations, Violation{Code: CodeLockLost, AtMS: r.virtual(from), Actor: s.actor,
+					Message: fmt.Sprintf("%s kept working %s–%s after its lease ended", s.actor, fmtMS(r.virtual(from)), fmtMS(r.virtual(s.to)))})
+			}
+		}
+	}
+	for i, x := range active {
+		for _, y := range active[i+1:] {
+			if x.actor == y.actor {
+				continue
+			}
+			from, to := maxTime(x.from, y.from), minTime(x.to, y.to)
+			if to.Sub(from) > LiveTolerance {
+				first, second := x.actor, y.actor
+				if y.from.Before(x.from) {
+					first, second = second, first
+				}
+				res.Violations = append(res.Violations, Violation{Code: CodeOverlap, AtMS: r.virtual(from), Actor: second,
+					Message: fmt.Sprintf("%s and %s both in the critical section %s–%s", first, second, fmtMS(r.virtual(from)), fmtMS(r.virtual(to)))})
+			}
+		}
+	}
+	slices.SortStableFunc(res.Violations, func(a, b Violation) int { return int(a.AtMS - b.AtMS) })
+	slices.SortStableFunc(res.Events, func(a, b Event) int { return int(a.AtMS - b.AtMS) })
+	if res.Violations == nil {
+		res.Violations = []Violation{}
+	}
+	if res.Events == nil {
+		res.Events = []Event{}
+	}
+	res.Verdict = VerdictSafe
+	if len(res.Violations) > 0 {
+		res.Verdict = VerdictUnsafe
+	}
+	return res
+}
+
+func cutPauses(from, to time.Time, pauses [][2]time.Time) [][2]time.Time {
+	out := [][2]time.Time{{from, to}}
+	for _, p := range pauses {
+		var next [][2]time.Time
+		for _, s := range out {
+			if !p[0].Before(s[1]) || !p[1].After(s[0]) {
+				next = append(next, s)
+				continue
+			}
+			if p[0].After(s[0]) {
+				next = append(next, [2]time.Time{s[0], p[0]})
+			}
+			if p[1].Before(s[1]) {
+				next = append(next, [2]time.Time{p[1], s[1]})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

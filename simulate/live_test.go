@@ -1,0 +1,68 @@
+package simulate
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// The live verdict against a real Redis agrees with the model's for
+// stale-writer, unsafe-release, renewal-loss and crash-recovery, with every
+// guard on and with the scenario's guard off; nothing is left under the
+// prefix and nothing is written outside it.
+func TestLiveAgreesWithModel(t *testing.T) {
+	srv := redistest.Shared(t)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	sentinel := redistest.Key(t, "outside")
+	if err := client.Set(ctx, sentinel, "untouched", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"stale-writer", "unsafe-release", "renewal-loss", "crash-recovery"} {
+		info := Builtins()[indexOf(name)]
+		for _, g := range []Guards{AllGuards(), AllGuards().With(info.Guard, false)} {
+			sc, err := Builtin(name, g, Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			model, err := Run(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := "lockctl:sim:{" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + name + "}:"
+			live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: prefix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if live.Verdict != model.Verdict {
+				t.Errorf("%s %+v: live %s %+v, model %s %+v", name, g, live.Verdict, live.Violations, model.Verdict, model.Violations)
+			}
+			keys, err := client.Keys(ctx, prefix+"*").Result()
+			if err != nil || len(keys) != 0 {
+				t.Errorf("%s: left %v under %s (%v)", name, keys, prefix, err)
+			}
+		}
+	}
+	if v, err := client.Get(ctx, sentinel).Result(); err != nil || v != "untouched" {
+		t.Errorf("a key outside the prefix changed: %q %v", v, err)
+	}
+	if n, err := client.DBSize(ctx).Result(); err != nil || n != 1 {
+		t.Errorf("keys in the db: %d (%v); want only the sentinel", n, err)
+	}
+}
+
+func indexOf(name string) int {
+	for i, b := range Builtins() {
+		if b.Name == name {
+			return i
+		}
+	}
+	return -1
+}

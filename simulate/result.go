@@ -1,0 +1,167 @@
+package simulate
+
+// Violation codes: the invariants the simulator checks over a run.
+const (
+	// CodeStaleWrite: the store accepted a write from an older acquisition
+	// after it had accepted one from a newer acquisition (Kleppmann 2016: the
+	// stale writer's write corrupts the newer holder's).
+	CodeStaleWrite = "STALE_WRITE_ACCEPTED"
+	// CodeOverlap: two processes actively working in the critical section at
+	// the same time; a paused process is not working.
+	CodeOverlap = "OVERLAP"
+	// CodeForeignRelease: a release deleted another holder's key (blind DEL).
+	CodeForeignRelease = "FOREIGN_RELEASE"
+	// CodeForeignRenew: a renewal extended another holder's key (blind PEXPIRE).
+	CodeForeignRenew = "FOREIGN_RENEW"
+	// CodeLockLost: work went on after the holder's lease was lost.
+	CodeLockLost = "LOCK_LOST_WHILE_WORKING"
+	// CodeDuplicate: one logical external effect happened twice.
+	CodeDuplicate = "DUPLICATE_EFFECT"
+	// CodeFenceBackwards: an acquisition got a fencing token not above one
+	// issued before it.
+	CodeFenceBackwards = "FENCE_BACKWARDS"
+)
+
+// Codes lists every violation code in a fixed order (bit i of a mask is Codes[i]).
+var Codes = []string{CodeStaleWrite, CodeOverlap, CodeForeignRelease, CodeForeignRenew, CodeLockLost, CodeDuplicate, CodeFenceBackwards}
+
+const (
+	bitStale uint8 = 1 << iota
+	bitOverlap
+	bitForeignRelease
+	bitForeignRenew
+	bitLockLost
+	bitDuplicate
+	bitFenceBackwards
+)
+
+// Verdicts.
+const (
+	VerdictSafe   = "safe"
+	VerdictUnsafe = "unsafe"
+)
+
+// Violation is one broken invariant: its code, when (virtual ms), which
+// actor, and a one-line explanation.
+type Violation struct {
+	Code    string `json:"code"`
+	AtMS    int64  `json:"at_ms"`
+	Actor   string `json:"actor"`
+	Message string `json:"message"`
+}
+
+// LockView is the lock key after an event: holder, remaining PTTL in ms on
+// the server's clock, fencing token.
+type LockView struct {
+	Holder string `json:"holder"`
+	PTTLMS int64  `json:"pttl_ms"`
+	Fence  int64  `json:"fence"`
+}
+
+// Event is one line of the timeline. Lock is null when no key exists;
+// StoreFence is the highest fencing token the store has seen (0: none).
+// Count > 1 folds repeated identical renewals, the last at UntilMS.
+type Event struct {
+	AtMS       int64     `json:"at_ms"`
+	Actor      string    `json:"actor"`
+	Kind       string    `json:"kind"`
+	OK         bool      `json:"ok"`
+	Fence      int64     `json:"fence,omitempty"`
+	Count      int       `json:"count,omitempty"`
+	UntilMS    int64     `json:"until_ms,omitempty"`
+	Lock       *LockView `json:"lock"`
+	StoreFence int64     `json:"store_fence"`
+	Note       string    `json:"note"`
+}
+
+// Guard effects in a Result.
+const (
+	// EffectSaved: the guard acted and the run is safe.
+	EffectSaved = "saved"
+	// EffectContained: the guard acted but the run is still unsafe.
+	EffectContained = "contained"
+	// EffectWouldSave: the guard was off; the same run with it on is safe.
+	EffectWouldSave = "would_have_saved"
+	// EffectWouldContain: the guard was off; with it on there are fewer violations.
+	EffectWouldContain = "would_have_contained"
+	// EffectIdle: the guard made no difference in this run.
+	EffectIdle = "idle"
+)
+
+// GuardReport says whether a guard was on and what it did in the run.
+type GuardReport struct {
+	Guard   string `json:"guard"`
+	Enabled bool   `json:"enabled"`
+	Effect  string `json:"effect"`
+	Note    string `json:"note"`
+}
+
+// StoreReport is the write boundary after the run. Correct is false when a
+// stale write was accepted.
+type StoreReport struct {
+	HighestFence  int64 `json:"highest_fence"`
+	Accepted      int   `json:"accepted"`
+	Rejected      int   `json:"rejected"`
+	StaleAccepted int   `json:"stale_accepted"`
+	Correct       bool  `json:"correct"`
+	Effects       int   `json:"effects"`
+}
+
+// LeaseReport is the lease the scenario ran with, in ms (bound and budget 0
+// when there are none).
+type LeaseReport struct {
+	LeaseMS      int64  `json:"lease_ms"`
+	Renewable    bool   `json:"renewable"`
+	RenewEveryMS int64  `json:"renew_every_ms"`
+	BudgetMS     int64  `json:"budget_ms"`
+	RenewBoundMS int64  `json:"renew_bound_ms"`
+	MarginMS     int64  `json:"cancel_margin_ms"`
+	Mode         string `json:"mode"`
+}
+
+// Result is one run of a scenario: the verdict, the violations in time
+// order, what each guard did, the store, notes on the model's limits, and
+// the timeline. Its JSON shape is documented in README.md.
+type Result struct {
+	Scenario    string        `json:"scenario"`
+	Verdict     string        `json:"verdict"`
+	Violations  []Violation   `json:"violations"`
+	Guards      []GuardReport `json:"guards"`
+	Lease       LeaseReport   `json:"lease"`
+	FenceSource string        `json:"fence_source"`
+	Check       string        `json:"check"`
+	Store       StoreReport   `json:"store"`
+	Notes       []string      `json:"notes"`
+	Events      []Event       `json:"events"`
+	// Actors are the process names in order of first appearance.
+	Actors []string `json:"actors"`
+	// EndMS is the virtual time of the last event.
+	EndMS int64 `json:"end_ms"`
+	// Lanes are each actor's states over time, for swimlane diagrams.
+	Lanes []Lane `json:"lanes"`
+}
+
+// Lane state names of a Segment.
+const (
+	LaneIdle        = "idle"
+	LaneWorking     = "working"
+	LanePaused      = "paused"
+	LanePartitioned = "partitioned"
+	LaneCall        = "call"
+	LaneCrashed     = "crashed"
+)
+
+// Segment is one stretch [FromMS, ToMS) of an actor in one state.
+type Segment struct {
+	FromMS int64  `json:"from_ms"`
+	ToMS   int64  `json:"to_ms"`
+	State  string `json:"state"`
+	// Holds is true when the actor's key is really the lock's on the server.
+	Holds bool `json:"holds"`
+}
+
+// Lane is one actor's segments in time order.
+type Lane struct {
+	Actor    string    `json:"actor"`
+	Segments []Segment `json:"segments"`
+}

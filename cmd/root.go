@@ -97,6 +97,8 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	root.AddCommand(
 		NewCmdVersion(f, nil),
 		NewCmdLease(f, nil),
+		NewCmdInspect(f, nil),
+		NewCmdWatch(f, nil),
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs

@@ -24,6 +24,9 @@ var (
 	reRedisson   = regexp.MustCompile(`^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):([0-9]+)(:write)?$`)
 )
 
+// maxUnknownOwner bounds the owner shown for a value no layout explains.
+const maxUnknownOwner = 256
+
 // constantOwners are values that say "locked" without saying by whom
 // (shared/cases.md, cases 1 and 2).
 var constantOwners = map[string]bool{
@@ -90,7 +93,7 @@ func (d *detection) detectString() {
 	case reAlnum16.MatchString(s):
 		d.laravel(b)
 	default:
-		d.setOwner(b)
+		d.setOwner(b[:min(len(b), maxUnknownOwner)])
 		d.appData = printable(b)
 	}
 }

@@ -121,6 +121,26 @@ func companions(key string, v Value, opts Options) []companionKey {
 	return nil
 }
 
+// companionOf recognises a key that is itself a layout's companion (a fence
+// counter, a signal list, a wait queue) so a scan does not report it as a
+// broken lock: it returns the layout and the role, or "", "".
+func companionOf(key string, v Value) (layout, role string) {
+	_, isInt := parseInt(string(v.Bytes))
+	switch {
+	case v.Type == "string" && isInt && strings.HasSuffix(key, ":fence"):
+		return "lockctl", RoleFence
+	case v.Type == "string" && isInt && strings.HasPrefix(key, "redisson_lock_token:"):
+		return "redisson-fenced", RoleFence
+	case v.Type == "list" && strings.HasPrefix(key, "lock-signal:"):
+		return "python-redis-lock", RoleSignal
+	case v.Type == "list" && strings.HasPrefix(key, "redisson_lock_queue:"):
+		return "redisson-fair", RoleQueue
+	case v.Type == "zset" && strings.HasPrefix(key, "redisson_lock_timeout:"):
+		return "redisson-fair", RoleTimeout
+	}
+	return "", ""
+}
+
 // redissonPrefixName is Redisson's RedissonObject.prefixName: the prefix,
 // a colon and the name in a hash tag unless the name already has a '{'.
 func redissonPrefixName(prefix, name string) string {
@@ -160,6 +180,13 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 			pttl = -2
 		}
 		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
+	}
+	if name, role := companionOf(key, v); role != "" {
+		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
+		if v.Type == "string" {
+			l.OwnerHex = hex.EncodeToString(v.Bytes)
+		}
+		return l
 	}
 	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
 	switch v.Type {

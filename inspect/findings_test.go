@@ -168,7 +168,7 @@ func TestCase9CrossSlot(t *testing.T) {
 		"lock:resource": 3196, "lock-signal:resource": 835, "lock:{resource}": 10348, "lock-signal:{resource}": 10348,
 		"{lock}resource": 8718, "{lock-signal}resource": 11570, "{Test}:mam8CQJFrTYBEXbcsVKVNA:key": 11336,
 		"redisson_rwlock__{{Test}:mam8CQJFrTYBEXbcsVKVNA:key}": 7473,
-		"lock:OrderId:order-demo-001": 823, "lock:OrderId:order-demo-001:fence": 8074,
+		"lock:OrderId:order-demo-001":                          823, "lock:OrderId:order-demo-001:fence": 8074,
 	}
 	for k, want := range slots {
 		if got := lockcore.Slot(k); got != want {
@@ -242,3 +242,17 @@ func TestNonUTF8(t *testing.T) {
 	}
 }
 
+// Companion keys met by a scan are named, not reported as broken locks.
+func TestCompanionKeys(t *testing.T) {
+	c := client(t)
+	fence := "{lock:" + t.Name() + "}:fence"
+	must(t, c.Set(ctx, fence, 12, 0).Err())
+	l := readOne(t, c, fence, inspect.Options{})
+	if l.Role != inspect.RoleFence || l.Layout.Name != "lockctl" || len(l.Findings) != 0 {
+		t.Errorf("fence counter: role %q layout %v findings %s", l.Role, l.Layout, codes(l))
+	}
+	must(t, c.RPush(ctx, "lock-signal:"+t.Name(), 1).Err())
+	if l := readOne(t, c, "lock-signal:"+t.Name(), inspect.Options{}); l.Role != inspect.RoleSignal || len(l.Findings) != 0 {
+		t.Errorf("signal list: role %q findings %s", l.Role, codes(l))
+	}
+}

@@ -206,7 +206,7 @@ func TestLayouts(t *testing.T) {
 			must(t, c.HIncrBy(ctx, n(t), "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:1", 1).Err())
 			must(t, c.PExpire(ctx, n(t), 30*time.Second).Err())
 			must(t, c.RPush(ctx, "redisson_lock_queue:{"+n(t)+"}", "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:2").Err())
-			must(t, c.ZAdd(ctx, "redisson_lock_timeout:{"+n(t)+"}", redis.Z{Score: float64(time.Now().Add(35*time.Second).UnixMilli()), Member: "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:2"}).Err())
+			must(t, c.ZAdd(ctx, "redisson_lock_timeout:{"+n(t)+"}", redis.Z{Score: float64(time.Now().Add(35 * time.Second).UnixMilli()), Member: "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:2"}).Err())
 			return n(t)
 		}, func(t *testing.T, l inspect.Lock) {
 			if len(l.Waiters) != 1 || l.Waiters[0] != "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:2" {

@@ -107,6 +107,9 @@ type Lock struct {
 	// IdleSeconds is OBJECT IDLETIME when the server allows it.
 	IdleSeconds *int64 `json:"idle_s,omitempty"`
 	Layout      Layout `json:"layout"`
+	// Role is set when the key is a companion of another lock (fence_counter,
+	// signal, wait_queue, wait_timeouts): no lock findings apply to it.
+	Role string `json:"role,omitempty"`
 	// Owner is the owner token when printable UTF-8, else "".
 	Owner string `json:"owner"`
 	// OwnerHex is the owner token's raw bytes in hex (compare bytes, not text).

@@ -96,6 +96,7 @@ type WatchOptions struct {
 type Differ struct {
 	opts       WatchOptions
 	prev       *Sample
+	lastFence  *int64
 	ownerSince time.Time
 	pastBound  bool
 }
@@ -123,6 +124,7 @@ func (d *Differ) Next(cur Sample) []Event {
 	prev := d.prev
 	d.prev = &cur
 	if prev == nil {
+		d.lastFence = cur.Fence
 		if !cur.Exists {
 			return []Event{d.event(EventFree, cur, nil, "no holder")}
 		}
@@ -130,34 +132,37 @@ func (d *Differ) Next(cur Sample) []Event {
 		return []Event{d.event(EventHeld, cur, nil, "held by %s, %s left", show(cur.Owner), ttl(cur.PTTLMS))}
 	}
 	var out []Event
-	if prev.Fence != nil && cur.Fence != nil && *cur.Fence < *prev.Fence {
-		out = append(out, d.event(EventFenceBackwards, cur, prev, "fence went from %d to %d: tokens will be reissued", *prev.Fence, *cur.Fence))
+	if d.lastFence != nil && cur.Fence != nil && *cur.Fence < *d.lastFence {
+		out = append(out, d.event(EventFenceBackwards, cur, prev, "fence went from %d to %d: tokens will be reissued", *d.lastFence, *cur.Fence))
+	}
+	if cur.Fence != nil {
+		d.lastFence = cur.Fence
 	}
 	elapsed := cur.At.Sub(prev.At)
 	tol := d.opts.Tolerance
+	expected := time.Duration(prev.PTTLMS)*time.Millisecond - elapsed
 	switch {
 	case !prev.Exists && !cur.Exists:
 	case !prev.Exists:
 		d.newOwner(cur)
 		out = append(out, d.event(EventAcquired, cur, prev, "acquired by %s for %s", show(cur.Owner), ttl(cur.PTTLMS)))
 	case !cur.Exists:
-		left := time.Duration(prev.PTTLMS)*time.Millisecond - elapsed
-		if prev.PTTLMS >= 0 && left <= tol {
+		if prev.PTTLMS >= 0 && expected <= tol {
 			out = append(out, d.event(EventExpired, cur, prev, "%s's lease ran out", show(prev.Owner)))
 		} else {
-			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", show(prev.Owner), ttl(max(0, left.Milliseconds()))))
+			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", show(prev.Owner), ttl(max(0, expected.Milliseconds()))))
 		}
 	case prev.Owner != cur.Owner:
 		d.newOwner(cur)
 		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", show(cur.Owner), show(prev.Owner)))
-	case prev.PTTLMS >= 0 && cur.PTTLMS > prev.PTTLMS:
+	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond > expected+tol:
 		out = append(out, d.event(EventRenewed, cur, prev, "renewed to %s", ttl(cur.PTTLMS)))
 		if b := d.opts.RenewBound; b > 0 && !d.pastBound && cur.At.Sub(d.ownerSince) > b {
 			d.pastBound = true
 			out = append(out, d.event(EventRenewedPastBound, cur, prev, "%s still renews after %s, past the %s renewal bound",
 				show(cur.Owner), lockcore.FormatDuration(cur.At.Sub(d.ownerSince).Round(time.Millisecond)), lockcore.FormatDuration(b)))
 		}
-	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(prev.PTTLMS-cur.PTTLMS)*time.Millisecond > elapsed+tol:
+	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond < expected-tol:
 		out = append(out, d.event(EventTTLJump, cur, prev, "TTL fell %dms in %dms", prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
 	}
 	return out

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -299,6 +300,7 @@ func readError(ctx context.Context, conn *RedisConn, err error) error {
 func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	ctx := opts.Ctx
 	reader, _ := newReader(opts, conn, nil)
+	reader.Light = true
 	so := inspect.ScanOptions{Pattern: opts.Pattern, Count: opts.Count}
 	if opts.IO.ErrTTY {
 		if total, err := conn.Client.DBSize(ctx).Result(); err == nil && total > 0 {
@@ -312,32 +314,35 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	var locks []inspect.Lock
 	var sum inspect.Summary
 	sum.ByLayout, sum.ByFinding, sum.BySeverity = map[string]int{}, map[string]int{}, map[string]int{}
-	var emit func(inspect.Lock) error
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	emit := func(l inspect.Lock) error {
+		locks = append(locks, l)
+		return nil
+	}
 	if opts.Format == formatJSONL {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetEscapeHTML(false)
+		// Streamed: one line per lock as read, memory stays flat.
 		emit = func(l inspect.Lock) error {
 			sum.Add(&l)
 			return enc.Encode(l)
-		}
-	} else {
-		emit = func(l inspect.Lock) error {
-			locks = append(locks, l)
-			return nil
 		}
 	}
 	err := reader.Scan(ctx, conn.Client, so, emit)
 	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !interrupted {
+		_ = out.Flush()
 		return readError(ctx, conn, err)
 	}
 	var perr error
 	if opts.Format == formatJSONL {
 		sum.Interrupted = interrupted
-		enc := json.NewEncoder(opts.IO.Out)
 		perr = enc.Encode(struct {
 			Summary inspect.Summary `json:"summary"`
 		}{sum})
+		if ferr := out.Flush(); perr == nil {
+			perr = ferr
+		}
 		if perr == nil && !interrupted {
 			perr = failOn(opts.FailOn, sum.BySeverity)
 		}

@@ -82,18 +82,10 @@ type companionKey struct {
 	Key  string
 }
 
-// CompanionKeys returns the keys to read next to key, given what was read
+// companions returns the keys to read next to key, given what was read
 // there: each library's companion keys (fence counters, signal lists, wait
-// queues). The reader reads them in the same round trip as hash values.
-func CompanionKeys(key string, v Value, opts Options) []string {
-	cs := companions(key, v, opts)
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Key
-	}
-	return out
-}
-
+// queues), with their roles. The reader reads them in the round trip that
+// reads hash values.
 func companions(key string, v Value, opts Options) []companionKey {
 	switch v.Type {
 	case "hash":
@@ -108,7 +100,7 @@ func companions(key string, v Value, opts Options) []companionKey {
 	case "string":
 		s := string(v.Bytes)
 		switch {
-		case reLockctl.MatchString(s):
+		case isLockctlValue(s):
 			return []companionKey{{RoleFence, opts.fenceKey(key)}}
 		case strings.HasPrefix(key, "lock:owner:"):
 			return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}

@@ -9,19 +9,12 @@ import (
 	"time"
 )
 
+// Regular expressions only for values a cheap check already singled out;
+// the hot path of a scan uses the byte checks at the end of this file.
 var (
-	reLockctl    = regexp.MustCompile(`^([0-9]{1,19}):([0-9a-f]{32})$`)
 	reShedlock   = regexp.MustCompile(`^ADDED:([^@]+)@(.*)$`)
 	reUUIDSuffix = regexp.MustCompile(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
-	reDistLock   = regexp.MustCompile(`^(.+)_([0-9]+)_([0-9a-f]{32})$`)
-	reUUID       = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	reHex32      = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	reHex24      = regexp.MustCompile(`^[0-9a-f]{24}$`)
-	reB64Std16   = regexp.MustCompile(`^[A-Za-z0-9+/]{21}[AQgw]==$`)
-	reB64Raw16   = regexp.MustCompile(`^[A-Za-z0-9_-]{21}[AQgw]`)
-	reAlnum16    = regexp.MustCompile(`^[A-Za-z0-9]{16}$`)
 	reHostPID    = regexp.MustCompile(`^(.+):([0-9]+)$`)
-	reRedisson   = regexp.MustCompile(`^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}):([0-9]+)(:write)?$`)
 )
 
 // maxUnknownOwner bounds the owner shown for a value no layout explains.
@@ -45,16 +38,16 @@ func (d *detection) detectString() {
 		return
 	}
 	switch {
-	case reLockctl.MatchString(s):
+	case isLockctlValue(s):
 		d.lockctl(s)
-	case reShedlock.MatchString(s):
+	case strings.HasPrefix(s, "ADDED:") && reShedlock.MatchString(s):
 		d.shedlock(s)
-	case strings.HasPrefix(key, "CSRedisClientLock:") && reUUID.MatchString(s):
+	case strings.HasPrefix(key, "CSRedisClientLock:") && isUUID(s):
 		// csredis, src/CSRedisCore/CSRedisClient.cs Lock(): key
 		// "CSRedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
 		d.setLayout("csredis", Certain)
 		d.setOwner(b)
-	case strings.HasPrefix(key, "RedisClientLock:") && reUUID.MatchString(s):
+	case strings.HasPrefix(key, "RedisClientLock:") && isUUID(s):
 		// FreeRedis, src/FreeRedis/RedisClient/Modules/Lock.cs Lock(): key
 		// "RedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
 		d.setLayout("freeredis", Certain)
@@ -63,9 +56,9 @@ func (d *detection) detectString() {
 		d.redisLockGemOwner(b)
 	case strings.HasPrefix(key, "lock:expire:"):
 		d.redisLockGemExpire(s)
-	case reDistLock.MatchString(s):
+	case isDistLockValue(s):
 		d.distributedLock(s)
-	case reUUID.MatchString(s):
+	case isUUID(s):
 		// spring-integration, spring-integration-redis/src/main/java/org/
 		// springframework/integration/redis/util/RedisLockRegistry.java:
 		// key "<registryKey>:<lockKey>", value clientId =
@@ -73,13 +66,13 @@ func (d *detection) detectString() {
 		// UUID is also what many hand-rolled locks store: a guess.
 		d.setLayout("spring-integration", Guess)
 		d.setOwner(b)
-	case reB64Std16.MatchString(s):
+	case len(s) == 24 && strings.HasSuffix(s, "==") && isBase64Token(s[:22], stdAlphabet):
 		d.base64Std16(b)
-	case reB64Raw16.MatchString(s) && (len(s) == 22 || printable(b)):
+	case len(s) >= 22 && isBase64Token(s[:22], urlAlphabet) && (len(s) == 22 || printable(b)):
 		d.redislock(s)
-	case reHex32.MatchString(s):
+	case len(s) == 32 && isHex(s):
 		d.hex32(s)
-	case reHex24.MatchString(s) && strings.HasPrefix(key, "uniquejobs:"):
+	case len(s) == 24 && isHex(s) && strings.HasPrefix(key, "uniquejobs:"):
 		// sidekiq-unique-jobs, lib/sidekiq_unique_jobs/lua/lock.lua: the
 		// digest key "uniquejobs:<md5>" holds the job id (SecureRandom.hex(12)).
 		d.setLayout("sidekiq-unique-jobs", Likely)
@@ -90,7 +83,7 @@ func (d *detection) detectString() {
 		d.setLayout("python-redis-lock", Guess)
 		d.setOwner(b)
 		d.companion(RoleSignal)
-	case reAlnum16.MatchString(s):
+	case len(s) == 16 && isAlnum(s):
 		d.laravel(b)
 	default:
 		d.setOwner(b[:min(len(b), maxUnknownOwner)])
@@ -102,9 +95,9 @@ func (d *detection) detectString() {
 // value "<fence>:<owner>" (32 hex), SET PX, and an INCR fence counter on the
 // same slot (lockcore.FenceKeyFor, or the configured fence template).
 func (d *detection) lockctl(s string) {
-	m := reLockctl.FindStringSubmatch(s)
-	d.setOwner([]byte(m[2]))
-	fence, _ := strconv.ParseInt(m[1], 10, 64)
+	digits, owner, _ := strings.Cut(s, ":")
+	d.setOwner([]byte(owner))
+	fence, _ := strconv.ParseInt(digits, 10, 64)
 	key, cv, ok := d.companion(RoleFence)
 	f := &Fence{Value: ptr(fence), CounterKey: key}
 	d.lock.Fence = f
@@ -197,11 +190,12 @@ func (d *detection) redisLockGemExpire(s string) {
 // src/DistributedLock.Redis/Primitives/RedisMutexPrimitive.cs: SET key
 // lockId NX PX, lockId "<MachineName>_<ProcessId>_<Guid "n">".
 func (d *detection) distributedLock(s string) {
-	m := reDistLock.FindStringSubmatch(s)
+	rest := s[:len(s)-33]
+	i := strings.LastIndexByte(rest, '_')
 	d.setLayout("distributedlock", Certain)
 	d.setOwner([]byte(s))
-	d.holder().Host = m[1]
-	d.holder().PID, _ = parseInt(m[2])
+	d.holder().Host = rest[:i]
+	d.holder().PID, _ = parseInt(rest[i+1:])
 }
 
 // base64Std16 is 16 random bytes in standard base64 (24 characters, "=="):
@@ -311,7 +305,7 @@ func (d *detection) detectHash() {
 		switch {
 		case f[0] == "mode":
 			mode = f[1]
-		case reRedisson.MatchString(f[0]):
+		case isRedissonField(f[0]):
 			if _, ok := parseInt(f[1]); !ok {
 				d.wrongHash()
 				return
@@ -326,10 +320,9 @@ func (d *detection) detectHash() {
 		d.wrongHash()
 		return
 	}
-	m := reRedisson.FindStringSubmatch(holders[0][0])
 	d.setOwner([]byte(holders[0][0]))
 	h := d.holder()
-	h.ClientID, h.Thread = m[1], m[2]
+	h.ClientID, h.Thread, _ = strings.Cut(strings.TrimSuffix(holders[0][0], ":write"), ":")
 	n, _ := parseInt(holders[0][1])
 	d.lock.HoldCount = ptr(n)
 	switch {
@@ -380,4 +373,91 @@ func (d *detection) sidekiq() {
 
 func (d *detection) wrongHash() {
 	d.lock.add(WRONGTYPE, SeverityError, "a hash whose fields no lock library writes")
+}
+
+const (
+	stdAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+)
+
+// isBase64Token reports whether s (22 characters) is 16 bytes in base64:
+// all in alphabet, the last one with its low 4 bits zero (A, Q, g or w).
+func isBase64Token(s, alphabet string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(alphabet, s[i]) < 0 {
+			return false
+		}
+	}
+	return strings.IndexByte("AQgw", s[len(s)-1]) >= 0
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isUUID reports the 8-4-4-4-12 hex form (either case).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isLockctlValue reports "<fence digits>:<32 lowercase hex>".
+func isLockctlValue(s string) bool {
+	f, o, ok := strings.Cut(s, ":")
+	return ok && len(f) <= 19 && isDigits(f) && len(o) == 32 && isHex(o)
+}
+
+// isDistLockValue reports "<host>_<pid>_<32 lowercase hex>".
+func isDistLockValue(s string) bool {
+	if len(s) < 36 || s[len(s)-33] != '_' || !isHex(s[len(s)-32:]) {
+		return false
+	}
+	rest := s[:len(s)-33]
+	i := strings.LastIndexByte(rest, '_')
+	return i > 0 && isDigits(rest[i+1:])
+}
+
+// isRedissonField reports "<uuid>:<threadId>" with an optional ":write".
+func isRedissonField(f string) bool {
+	id, thread, ok := strings.Cut(strings.TrimSuffix(f, ":write"), ":")
+	return ok && isUUID(id) && isDigits(thread)
 }

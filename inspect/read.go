@@ -22,16 +22,20 @@ const (
 
 // Reader reads lock keys with read-only commands in pipelined round trips:
 // round 1 per key TYPE, PTTL, PEXPIRETIME (where the server has it), OBJECT
-// IDLETIME, STRLEN and GETRANGE 0 MaxValueBytes-1; round 2 the bounded
-// values of non-string keys (HLEN + HSCAN, LLEN + LRANGE, SCARD + SSCAN,
-// ZCARD + ZRANGE) and the detected layouts' companion keys. It never sends
-// a write command. Safe for concurrent use.
+// IDLETIME and GETRANGE 0 MaxValueBytes-1 (a string value is never read
+// past the bound); round 2 STRLEN of the strings that filled the bound, the
+// sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
+// SCARD + SSCAN, ZCARD + ZRANGE) and the detected layouts' companion keys.
+// It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options
 	MaxValueBytes int64
 	MaxItems      int64
 	// Now is the clock used for expires_at when PEXPIRETIME is missing (nil: time.Now).
 	Now func() time.Time
+	// Light skips PEXPIRETIME and OBJECT IDLETIME (scans: expires_at then
+	// comes from the local clock + PTTL).
+	Light bool
 
 	noPExpireTime atomic.Bool
 }
@@ -74,7 +78,7 @@ func (r *Reader) Read(ctx context.Context, c redis.Cmdable, keys []string) ([]Lo
 }
 
 type mainCmds struct {
-	typ, pttl, pexp, idle, strlen, getrange *redis.Cmd
+	typ, pttl, pexp, idle, getrange *redis.Cmd
 }
 
 // ReadValues is Read without the analysis: the Values at keys and at their
@@ -84,7 +88,7 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		return nil, map[string]Value{}, nil
 	}
 	now := r.now()
-	usePexp := !r.noPExpireTime.Load()
+	usePexp := !r.noPExpireTime.Load() && !r.Light
 	pipe := c.Pipeline()
 	cmds := make([]mainCmds, len(keys))
 	max := r.maxBytes()
@@ -95,8 +99,9 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		if usePexp {
 			m.pexp = pipe.Do(ctx, "pexpiretime", k)
 		}
-		m.idle = pipe.Do(ctx, "object", "idletime", k)
-		m.strlen = pipe.Do(ctx, "strlen", k)
+		if !r.Light {
+			m.idle = pipe.Do(ctx, "object", "idletime", k)
+		}
 		m.getrange = pipe.Do(ctx, "getrange", k, 0, max-1)
 	}
 	if err := execPipe(ctx, pipe); err != nil {
@@ -121,14 +126,15 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		if v.ExpireAtMS == 0 && v.PTTL >= 0 {
 			v.ExpireAtMS = now.UnixMilli() + v.PTTL
 		}
-		if n, err := m.idle.Int64(); err == nil {
-			v.Idle = ptr(n)
+		if m.idle != nil {
+			if n, err := m.idle.Int64(); err == nil {
+				v.Idle = ptr(n)
+			}
 		}
 		if v.Type == "string" {
-			v.Size, _ = m.strlen.Int64()
 			s, _ := m.getrange.Text()
 			v.Bytes = []byte(s)
-			v.Truncated = v.Size > int64(len(v.Bytes))
+			v.Size = int64(len(v.Bytes))
 		}
 		vals[i] = v
 	}
@@ -153,6 +159,10 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		v := vals[i]
 		var ic *itemCmds
 		switch v.Type {
+		case "string":
+			if int64(len(v.Bytes)) >= r.maxBytes() {
+				ic = &itemCmds{size: pipe.Do(ctx, "strlen", k)}
+			}
 		case "hash":
 			ic = &itemCmds{pipe.Do(ctx, "hlen", k), pipe.Do(ctx, "hscan", k, 0, "count", n)}
 		case "list":
@@ -164,20 +174,23 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		}
 		if ic != nil {
 			items[i] = ic
-			queued += 2
+			queued++
 		}
-		for _, ck := range CompanionKeys(k, v, r.Options) {
+		for _, c := range companions(k, v, r.Options) {
+			ck := c.Key
 			if _, ok := comps[ck]; ok {
 				continue
 			}
-			comps[ck] = &compCmds{
-				typ:    pipe.Do(ctx, "type", ck),
-				pttl:   pipe.Do(ctx, "pttl", ck),
-				get:    pipe.Do(ctx, "getrange", ck, 0, companionBytes-1),
-				lrange: pipe.Do(ctx, "lrange", ck, 0, n-1),
+			cc := &compCmds{typ: pipe.Do(ctx, "type", ck), pttl: pipe.Do(ctx, "pttl", ck)}
+			switch c.Role {
+			case RoleQueue:
+				cc.lrange = pipe.Do(ctx, "lrange", ck, 0, n-1)
+			case RoleFence, RoleOwner, RoleExpire, RoleDigest:
+				cc.get = pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
 			}
+			comps[ck] = cc
 			compOrder = append(compOrder, ck)
-			queued += 4
+			queued += 3
 		}
 	}
 	out := map[string]Value{}
@@ -194,6 +207,8 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		v := &vals[i]
 		v.Size, _ = ic.size.Int64()
 		switch v.Type {
+		case "string":
+			v.Truncated = v.Size > int64(len(v.Bytes))
 		case "hash":
 			v.Fields = pairs(scanItems(ic.items), n)
 			v.Truncated = v.Size > int64(len(v.Fields))
@@ -217,11 +232,15 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		if v.Type == "none" {
 			v.PTTL = -2
 		}
-		if s, err := cc.get.Text(); err == nil {
-			v.Bytes = []byte(s)
+		if cc.get != nil {
+			if s, err := cc.get.Text(); err == nil {
+				v.Bytes = []byte(s)
+			}
 		}
-		if l, err := cc.lrange.StringSlice(); err == nil {
-			v.Items = l
+		if cc.lrange != nil {
+			if l, err := cc.lrange.StringSlice(); err == nil {
+				v.Items = l
+			}
 		}
 		out[ck] = v
 	}

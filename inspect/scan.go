@@ -73,8 +73,11 @@ func (st *scanState) limitReached() bool {
 	return st.so.Limit > 0 && st.matched.Load() >= int64(st.so.Limit)
 }
 
-// scanNode scans one server: one goroutine fetches SCAN pages, two read
-// and decode them, so the next page is on the wire while the last is decoded.
+// scanWorkers read and decode pages in parallel with the SCAN loop.
+const scanWorkers = 3
+
+// scanNode scans one server: one goroutine fetches SCAN pages, scanWorkers
+// read and decode them, so the next page is on the wire while the last is decoded.
 func (st *scanState) scanNode(ctx context.Context, c redis.Cmdable) error {
 	count := st.so.Count
 	if count <= 0 {
@@ -117,7 +120,7 @@ func (st *scanState) scanNode(ctx context.Context, c redis.Cmdable) error {
 		}
 		errMu.Unlock()
 	}
-	for range 2 {
+	for range scanWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -143,19 +143,25 @@ func (l *Lock) Worst() Severity {
 
 // Summary counts locks by layout and by finding code.
 type Summary struct {
-	Locks     int            `json:"locks"`
-	Scanned   int64          `json:"scanned,omitempty"`
-	ByLayout  map[string]int `json:"by_layout"`
-	ByFinding map[string]int `json:"by_finding"`
+	Locks int `json:"locks"`
+	// Companions counts keys that are another lock's companion (fence counters, queues).
+	Companions int            `json:"companions"`
+	Scanned    int64          `json:"scanned,omitempty"`
+	ByLayout   map[string]int `json:"by_layout"`
+	ByFinding  map[string]int `json:"by_finding"`
 	// BySeverity counts locks by their worst finding.
 	BySeverity  map[string]int `json:"by_severity"`
 	Interrupted bool           `json:"interrupted,omitempty"`
 }
 
-// Add counts one lock.
+// Add counts one lock; a companion key (Role set) counts in Companions only.
 func (s *Summary) Add(l *Lock) {
 	if s.ByLayout == nil {
 		s.ByLayout, s.ByFinding, s.BySeverity = map[string]int{}, map[string]int{}, map[string]int{}
+	}
+	if l.Role != "" {
+		s.Companions++
+		return
 	}
 	s.Locks++
 	s.ByLayout[l.Layout.Name]++

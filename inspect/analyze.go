@@ -322,6 +322,7 @@ func (l *Lock) findings(d *detection, opts Options) {
 	switch {
 	case l.PTTLMS == -1 && d.valueTTL:
 		l.add(NO_TTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
+		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
 	case l.PTTLMS == -1:
 		l.add(NO_TTL, SeverityError, "no TTL (PTTL -1)")
 	case l.PTTLMS >= 0 && l.PTTLMS < 1000:

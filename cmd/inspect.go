@@ -432,7 +432,10 @@ func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
 			exp = *l.ExpiresAt
 		}
 		layout := "-"
-		if l.Exists {
+		switch {
+		case l.Role != "":
+			layout = l.Layout.Name + " " + l.Role
+		case l.Exists:
 			layout = l.Layout.Name + " (" + string(l.Layout.Confidence) + ")"
 		}
 		owner := l.Owner
@@ -502,6 +505,9 @@ func holderLine(l inspect.Lock) string {
 
 func summaryLine(s inspect.Summary) string {
 	line := fmt.Sprintf("%d locks", s.Locks)
+	if s.Companions > 0 {
+		line += fmt.Sprintf(" (+%d companion keys)", s.Companions)
+	}
 	if s.Interrupted {
 		line += " (interrupted: partial)"
 	}

@@ -175,9 +175,6 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	if name, role := companionOf(key, v); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
-		if v.Type == "string" {
-			l.OwnerHex = hex.EncodeToString(v.Bytes)
-		}
 		return l
 	}
 	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}

@@ -74,7 +74,7 @@ func (st *scanState) limitReached() bool {
 }
 
 // scanWorkers read and decode pages in parallel with the SCAN loop.
-const scanWorkers = 3
+const scanWorkers = 4
 
 // scanNode scans one server: one goroutine fetches SCAN pages, scanWorkers
 // read and decode them, so the next page is on the wire while the last is decoded.

@@ -10,11 +10,14 @@
 # `lockctl inspect --pattern '*lock*' -o jsonl` (/usr/bin/time -v).
 #
 # Usage: bench/inspect.sh            (from the repository root)
-#        KEYS=200000 LOCKS=20000 bench/inspect.sh
+#        KEYS=200000 LOCKS=20000 COUNT=5000 bench/inspect.sh
 set -euo pipefail
 
 KEYS=${KEYS:-1000000}
 LOCKS=${LOCKS:-100000}
+# COUNT, when set, is passed as lockctl's --count (SCAN COUNT hint).
+count_flag=()
+if [[ -n "${COUNT:-}" ]]; then count_flag=(--count "$COUNT"); fi
 PATTERN='*lock*'
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -65,9 +68,9 @@ now() { date +%s.%N; }
 t0=$(now)
 n_cli=$(redis-cli -p "$port" --scan --pattern "$PATTERN" | wc -l)
 t1=$(now)
-/usr/bin/time -v -o "$work/time.txt" "$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" -o jsonl >"$work/locks.jsonl"
+/usr/bin/time -v -o "$work/time.txt" "$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" "${count_flag[@]}" -o jsonl >"$work/locks.jsonl"
 t2=$(now)
-"$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" -o json >"$work/locks.json"
+"$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" "${count_flag[@]}" -o json >"$work/locks.json"
 t3=$(now)
 
 cli=$(echo "$t1 - $t0" | bc -l)
@@ -79,7 +82,7 @@ echo
 echo "date:                      $(date -u +%Y-%m-%dT%H:%MZ), nproc $(nproc), $(redis-server --version | cut -d' ' -f3)"
 echo "keyspace:                  $dbsize keys, $n_cli matching '$PATTERN'"
 printf 'redis-cli --scan:          %6.2fs  (%d names, COUNT 10)\n' "$cli" "$n_cli"
-printf 'lockctl inspect -o jsonl:  %6.2fs  (%d locks: type, TTL, value, companions)\n' "$jsonl" "$n_jsonl"
+printf 'lockctl inspect -o jsonl:  %6.2fs  (%d keys: type, TTL, value, companions; --count %s)\n' "$jsonl" "$n_jsonl" "${COUNT:-default}"
 printf 'lockctl inspect -o json:   %6.2fs  (sorted by TTL, with summary)\n' "$json"
 printf 'ratio jsonl/redis-cli:     %6.2f  (goal <= 0.50)\n' "$(echo "$jsonl / $cli" | bc -l)"
 echo "peak RSS -o jsonl:         $((rss / 1024)) MiB"

@@ -10,9 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultScanCount is the SCAN COUNT hint: large, so a million keys take a
-// thousand round trips instead of redis-cli's hundred thousand.
-const DefaultScanCount = 1000
+// DefaultScanCount is the SCAN COUNT hint: large, so a million keys take
+// two hundred round trips instead of redis-cli's hundred thousand (one call
+// walks ~5000 entries, about a millisecond of server time).
+const DefaultScanCount = 5000
 
 // ScanOptions select the keys Scan reads.
 type ScanOptions struct {

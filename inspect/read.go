@@ -34,7 +34,8 @@ type Reader struct {
 	// Now is the clock used for expires_at when PEXPIRETIME is missing (nil: time.Now).
 	Now func() time.Time
 	// Light skips PEXPIRETIME and OBJECT IDLETIME (scans: expires_at then
-	// comes from the local clock + PTTL).
+	// comes from the local clock + PTTL) and sends TYPE only for keys whose
+	// GETRANGE says WRONGTYPE (a string or a missing key needs no TYPE).
 	Light bool
 
 	noPExpireTime atomic.Bool
@@ -94,7 +95,9 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 	max := r.maxBytes()
 	for i, k := range keys {
 		m := &cmds[i]
-		m.typ = pipe.Do(ctx, "type", k)
+		if !r.Light {
+			m.typ = pipe.Do(ctx, "type", k)
+		}
 		m.pttl = pipe.Do(ctx, "pttl", k)
 		if usePexp {
 			m.pexp = pipe.Do(ctx, "pexpiretime", k)
@@ -108,11 +111,24 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		return nil, nil, err
 	}
 	vals := make([]Value, len(keys))
+	var untyped []int
 	for i := range keys {
 		m := cmds[i]
 		v := Value{}
-		v.Type, _ = m.typ.Text()
 		v.PTTL, _ = m.pttl.Int64()
+		if m.typ != nil {
+			v.Type, _ = m.typ.Text()
+		} else {
+			// Light: GETRANGE answers for TYPE on strings and missing keys.
+			switch err := m.getrange.Err(); {
+			case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+				untyped = append(untyped, i)
+			case v.PTTL == -2:
+				v.Type = "none"
+			default:
+				v.Type = "string"
+			}
+		}
 		if v.Type == "none" {
 			v.PTTL = -2
 		}
@@ -137,6 +153,19 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 			v.Size = int64(len(v.Bytes))
 		}
 		vals[i] = v
+	}
+	if len(untyped) > 0 {
+		tp := c.Pipeline()
+		typs := make([]*redis.Cmd, len(untyped))
+		for j, i := range untyped {
+			typs[j] = tp.Do(ctx, "type", keys[i])
+		}
+		if err := execPipe(ctx, tp); err != nil {
+			return nil, nil, err
+		}
+		for j, i := range untyped {
+			vals[i].Type, _ = typs[j].Text()
+		}
 	}
 	comp, err := r.readRound2(ctx, c, keys, vals)
 	return vals, comp, err

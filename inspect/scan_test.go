@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +81,28 @@ func TestGlobEscape(t *testing.T) {
 	}))
 	if len(got) != 1 || got[0] != weird {
 		t.Errorf("literal match found %q", got)
+	}
+}
+
+// TestLightRead: a scan's reads infer TYPE from GETRANGE and still tell
+// strings, hashes, lists and missing keys apart.
+func TestLightRead(t *testing.T) {
+	c := client(t)
+	p := "t:" + t.Name() + ":"
+	must(t, c.Set(ctx, p+"s", lockcore.FormatValue(1, lockcore.NewOwnerToken()), time.Minute).Err())
+	must(t, c.Set(ctx, p+"empty", "", time.Minute).Err())
+	must(t, c.HIncrBy(ctx, p+"h", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
+	must(t, c.RPush(ctx, p+"l", "x").Err())
+	keys := []string{p + "s", p + "empty", p + "h", p + "l", p + "missing"}
+	for _, light := range []bool{false, true} {
+		locks, err := (&inspect.Reader{Light: light}).Read(ctx, c, keys)
+		must(t, err)
+		var got []string
+		for _, l := range locks {
+			got = append(got, l.Type+"/"+l.Layout.Name)
+		}
+		if want := "string/lockctl string/unknown hash/redisson list/unknown none/unknown"; fmt.Sprint(strings.Join(got, " ")) != want {
+			t.Errorf("light %v: %s, want %s", light, strings.Join(got, " "), want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -301,6 +302,9 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	ctx := opts.Ctx
 	reader, _ := newReader(opts, conn, nil)
 	reader.Light = true
+	// A scan allocates per key but keeps little (jsonl streams): collect
+	// garbage less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	so := inspect.ScanOptions{Pattern: opts.Pattern, Count: opts.Count}
 	if opts.IO.ErrTTY {
 		if total, err := conn.Client.DBSize(ctx).Result(); err == nil && total > 0 {

@@ -142,12 +142,16 @@ func redissonPrefixName(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
+// noFindings is shared by locks without findings: JSON shows [] not null,
+// and add never appends to it (it allocates on first use).
+var noFindings = []Finding{}
+
 // Analyze inspects one key from what was read there (v) and at its
 // companion keys (by key; missing ones count as absent). It is pure: the
 // same input always gives the same Lock.
 func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	l := Lock{Key: key, Type: v.Type, Exists: v.Exists(), PTTLMS: v.PTTL, IdleSeconds: v.Idle,
-		ValueBytes: v.Size, Truncated: v.Truncated, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: []Finding{}}
+		ValueBytes: v.Size, Truncated: v.Truncated, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: noFindings}
 	if l.Type == "" {
 		l.Type = "none"
 	}
@@ -311,7 +315,14 @@ var reasons = map[string]string{
 }
 
 func (l *Lock) add(code string, sev Severity, format string, args ...any) {
-	l.Findings = append(l.Findings, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Reason: reasons[code]})
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	if len(l.Findings) == 0 {
+		l.Findings = make([]Finding, 0, 2)
+	}
+	l.Findings = append(l.Findings, Finding{Code: code, Severity: sev, Message: msg, Reason: reasons[code]})
 }
 
 // findings adds the findings that do not depend on the layout's own rules.

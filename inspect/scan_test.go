@@ -101,7 +101,7 @@ func TestLightRead(t *testing.T) {
 		for _, l := range locks {
 			got = append(got, l.Type+"/"+l.Layout.Name)
 		}
-		if want := "string/lockctl string/unknown hash/redisson list/unknown none/unknown"; fmt.Sprint(strings.Join(got, " ")) != want {
+		if want := "string/lockctl string/unknown hash/redisson list/unknown none/unknown"; strings.Join(got, " ") != want {
 			t.Errorf("light %v: %s, want %s", light, strings.Join(got, " "), want)
 		}
 	}

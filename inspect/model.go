@@ -146,7 +146,6 @@ type Summary struct {
 	Locks int `json:"locks"`
 	// Companions counts keys that are another lock's companion (fence counters, queues).
 	Companions int            `json:"companions"`
-	Scanned    int64          `json:"scanned,omitempty"`
 	ByLayout   map[string]int `json:"by_layout"`
 	ByFinding  map[string]int `json:"by_finding"`
 	// BySeverity counts locks by their worst finding.

@@ -35,10 +35,13 @@ type InspectOptions struct {
 	Keys   []string
 	// KeySpec builds keys from Values; resolved once connected (cluster rules).
 	KeySpec func(cluster bool) (*lockcore.KeySpec, error)
-	Search  bool
-	Limit   int
-	Pattern string
-	Count   int64
+	// FenceFor gives the fence counter key of a lock key met without its
+	// value (--key, --pattern).
+	FenceFor func(lockKey string) string
+	Search   bool
+	Limit    int
+	Pattern  string
+	Count    int64
 	// FailOn is "", "warning" or "error".
 	FailOn      string
 	LeaseCap    time.Duration
@@ -107,6 +110,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
+			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
 			if runF != nil {
 				return runF(opts)
 			}
@@ -179,6 +183,23 @@ func parseOwner(s string) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// fenceFor returns the fence counter key of a lock key met without its
+// business value: the configured fence template when it needs only {key}
+// and {field}, else the default rule (lockcore.FenceKeyFor).
+func fenceFor(field, tmpl string) func(string) string {
+	if tmpl == "" || strings.Contains(tmpl, "{value}") {
+		return lockcore.FenceKeyFor
+	}
+	t, err := lockcore.ParseTemplate(tmpl, "", "field", "value", "key")
+	if err != nil {
+		return lockcore.FenceKeyFor
+	}
+	if field == "" {
+		field = lockcore.DefaultField
+	}
+	return func(k string) string { return t.Expand(map[string]string{"key": k, "field": field}) }
+}
+
 // resolved is what a single-key inspect reads: the keys in order and the
 // fence key of each lock key built from a value.
 type resolved struct {
@@ -221,6 +242,9 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 		FenceKey: func(lockKey string) string {
 			if f, ok := fences[lockKey]; ok {
 				return f
+			}
+			if opts.FenceFor != nil {
+				return opts.FenceFor(lockKey)
 			}
 			return lockcore.FenceKeyFor(lockKey)
 		},

@@ -79,3 +79,16 @@ func TestWatchFlags(t *testing.T) {
 		t.Errorf("watch -o json: %v", err)
 	}
 }
+
+func TestFenceFor(t *testing.T) {
+	for _, tc := range []struct{ field, tmpl, key, want string }{
+		{"", "", "lock:OrderId:1", "{lock:OrderId:1}:fence"},
+		{"", "{key}:fence", "lock:OrderId:1", "lock:OrderId:1:fence"},
+		{"JobId", "fence:{field}:{{{key}}}", "lock:x", "fence:JobId:{lock:x}"},
+		{"", "fence:{value}", "lock:OrderId:1", "{lock:OrderId:1}:fence"},
+	} {
+		if got := fenceFor(tc.field, tc.tmpl)(tc.key); got != tc.want {
+			t.Errorf("fenceFor(%q, %q)(%q) = %q, want %q", tc.field, tc.tmpl, tc.key, got, tc.want)
+		}
+	}
+}

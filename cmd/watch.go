@@ -19,9 +19,10 @@ type WatchOptions struct {
 	Redis   func(ctx context.Context) (*RedisConn, error)
 	Ctx     context.Context
 
-	Values  []string
-	Keys    []string
-	KeySpec func(cluster bool) (*lockcore.KeySpec, error)
+	Values   []string
+	Keys     []string
+	KeySpec  func(cluster bool) (*lockcore.KeySpec, error)
+	FenceFor func(lockKey string) string
 	// Interval between samples; Duration 0 means until Ctrl-C.
 	Interval   time.Duration
 	Duration   time.Duration
@@ -86,6 +87,7 @@ same pipelined reads as inspect.`,
 				return err
 			}
 			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
+			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
 			if runF != nil {
 				return runF(opts)
 			}
@@ -113,7 +115,7 @@ func watchRun(opts *WatchOptions) error {
 		return err
 	}
 	defer conn.Close()
-	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, LeaseCap: opts.LeaseCap}
+	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
 	_, cluster := conn.Client.(*redis.ClusterClient)
 	res, err := resolveKeys(iopts, cluster)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -275,7 +276,7 @@ func inspectRun(opts *InspectOptions) error {
 			return err
 		}
 		for _, k := range found {
-			if !contains(keys, k) {
+			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}
@@ -285,15 +286,6 @@ func inspectRun(opts *InspectOptions) error {
 		return readError(ctx, conn, err)
 	}
 	return printReport(opts, inspect.NewReport(locks), false)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // searchKeys finds keys containing each value with SCAN MATCH *value*.
@@ -340,8 +332,7 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 		}
 	}
 	var locks []inspect.Lock
-	var sum inspect.Summary
-	sum.ByLayout, sum.ByFinding, sum.BySeverity = map[string]int{}, map[string]int{}, map[string]int{}
+	sum := inspect.NewSummary()
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
@@ -365,9 +356,7 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	var perr error
 	if opts.Format == formatJSONL {
 		sum.Interrupted = interrupted
-		perr = enc.Encode(struct {
-			Summary inspect.Summary `json:"summary"`
-		}{sum})
+		perr = enc.Encode(jsonlSummary{sum})
 		if ferr := out.Flush(); perr == nil {
 			perr = ferr
 		}
@@ -384,6 +373,11 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 		return ctx.Err()
 	}
 	return perr
+}
+
+// jsonlSummary is the last line of `inspect -o jsonl`.
+type jsonlSummary struct {
+	Summary inspect.Summary `json:"summary"`
 }
 
 // failOn returns checkFailed when a lock's worst finding reaches level.
@@ -410,6 +404,7 @@ func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
 				return err
 			}
 		}
+		err = enc.Encode(jsonlSummary{rep.Summary})
 	} else {
 		err = opts.Printer.Print(rep, func(t *TableView) { inspectTable(t, rep, summary) })
 	}

@@ -153,11 +153,14 @@ type Summary struct {
 	Interrupted bool           `json:"interrupted,omitempty"`
 }
 
+// NewSummary returns an empty Summary whose maps encode as {} (not null).
+func NewSummary() Summary {
+	return Summary{ByLayout: map[string]int{}, ByFinding: map[string]int{}, BySeverity: map[string]int{}}
+}
+
 // Add counts one lock; a companion key (Role set) counts in Companions only.
+// s must come from NewSummary.
 func (s *Summary) Add(l *Lock) {
-	if s.ByLayout == nil {
-		s.ByLayout, s.ByFinding, s.BySeverity = map[string]int{}, map[string]int{}, map[string]int{}
-	}
 	if l.Role != "" {
 		s.Companions++
 		return
@@ -184,7 +187,7 @@ func NewReport(locks []Lock) Report {
 	if r.Locks == nil {
 		r.Locks = []Lock{}
 	}
-	r.Summary = Summary{ByLayout: map[string]int{}, ByFinding: map[string]int{}, BySeverity: map[string]int{}}
+	r.Summary = NewSummary()
 	for i := range r.Locks {
 		r.Summary.Add(&r.Locks[i])
 	}

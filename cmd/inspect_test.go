@@ -208,3 +208,36 @@ func TestWrongPassword(t *testing.T) {
 		t.Errorf("watch: exit %d stderr %q", code, errOut)
 	}
 }
+
+// TestWatchCase5 (shared/cases.md 5): a Redisson watchdog keeps renewing a
+// lock whose thread ended; watch reports RENEWED, then RENEWED_PAST_BOUND once.
+func TestWatchCase5(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	const k, field = "concurrent-test2", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1"
+	if err := c.HIncrBy(bg, k, field, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PExpire(bg, k, 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 8 { // the watchdog: PEXPIRE 30000 every 150ms
+			time.Sleep(150 * time.Millisecond)
+			_ = c.PExpire(bg, k, 30*time.Second).Err()
+		}
+	}()
+	code, out, errOut := run(t, "watch", "--key", k, "--interval", "50ms", "--duration", "1300ms", "--renew-bound", "500ms", "--redis", s.URL(), "-o", "jsonl")
+	<-done
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"event":"HELD"`) || strings.Count(out, `"event":"RENEWED"`) < 3 || strings.Count(out, `"event":"RENEWED_PAST_BOUND"`) != 1 {
+		t.Errorf("events:\n%s", out)
+	}
+	if !strings.Contains(out, `"owner":"`+field+`"`) {
+		t.Errorf("owner is the Redisson field: %s", out)
+	}
+}

@@ -235,7 +235,7 @@ func resolveKeys(opts *InspectOptions, cluster bool) (*resolved, error) {
 	return r, nil
 }
 
-func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) (*inspect.Reader, bool) {
+func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) *inspect.Reader {
 	_, cluster := conn.Client.(*redis.ClusterClient)
 	return &inspect.Reader{Options: inspect.Options{
 		LeaseCap: opts.LeaseCap,
@@ -250,7 +250,7 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 			return lockcore.FenceKeyFor(lockKey)
 		},
 		ExpectOwner: opts.ExpectOwner,
-	}}, cluster
+	}}
 }
 
 func inspectRun(opts *InspectOptions) error {
@@ -268,7 +268,7 @@ func inspectRun(opts *InspectOptions) error {
 	if err != nil {
 		return err
 	}
-	reader, _ := newReader(opts, conn, res.fences)
+	reader := newReader(opts, conn, res.fences)
 	keys := res.keys
 	if opts.Search {
 		found, err := searchKeys(ctx, conn, reader, opts)
@@ -316,7 +316,7 @@ func readError(ctx context.Context, conn *RedisConn, err error) error {
 // sort by TTL and summarise.
 func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	ctx := opts.Ctx
-	reader, _ := newReader(opts, conn, nil)
+	reader := newReader(opts, conn, nil)
 	reader.Light = true
 	// A scan allocates per key but keeps little (jsonl streams): collect
 	// garbage less often.

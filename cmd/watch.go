@@ -121,7 +121,7 @@ func watchRun(opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
-	reader, _ := newReader(iopts, conn, res.fences)
+	reader := newReader(iopts, conn, res.fences)
 	differs := make(map[string]*inspect.Differ, len(res.keys))
 	for _, k := range res.keys {
 		differs[k] = inspect.NewDiffer(inspect.WatchOptions{RenewBound: opts.RenewBound})

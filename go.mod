@@ -3,7 +3,9 @@ module github.com/lockctl/lockctl
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/charmbracelet/lipgloss v1.1.0
+	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/muesli/termenv v0.16.0
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/redis/go-redis/v9 v9.23.0

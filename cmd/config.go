@@ -156,3 +156,27 @@ func choice(name, value string, accepted ...string) error {
 	}
 	return usageErrorf("%s %q is not one of %s", name, value, strings.Join(accepted, ", "))
 }
+
+// addPolicyFlags adds --lease-cap, --renew-bound and --renew-every, bound to
+// the policy.* configuration keys.
+func addPolicyFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.String("lease-cap", "", "longest single lease of a renewable lock (default 60s)")
+	flagConfigKey(fl, "lease-cap", keyLeaseCap)
+	fl.String("renew-bound", "", "renewals keep a trusted lock at most max(budget, this) (default 12h)")
+	flagConfigKey(fl, "renew-bound", keyRenewBound)
+	fl.String("renew-every", "", "renewal interval (default lease/3)")
+	flagConfigKey(fl, "renew-every", keyRenewEvery)
+}
+
+// addKeyFlags adds --field, --key-template and --fence-template, bound to
+// the lock.* configuration keys.
+func addKeyFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.String("field", "", "request field name the key template uses (default OrderId)")
+	flagConfigKey(fl, "field", keyLockField)
+	fl.String("key-template", "", "lock key template: {field}, {value}, {{ }} for a hash tag (default lock:{field}:{value})")
+	flagConfigKey(fl, "key-template", keyKeyTemplate)
+	fl.String("fence-template", "", "fence counter key template: {key}, {value}, {field} (default {<lock key>}:fence)")
+	flagConfigKey(fl, "fence-template", keyFenceTemplate)
+}

@@ -48,6 +48,14 @@ func (f *Factory) Output(accepted ...string) (string, error) {
 	return o, nil
 }
 
+// quietLogger drops go-redis's internal log lines (dial retries and the
+// like): errors reach the user once, as the command's one-line error.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietLogger{}) }
+
 // RedisConn is a connected client with the URL to show (password redacted).
 type RedisConn struct {
 	Client redis.UniversalClient

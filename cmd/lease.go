@@ -74,18 +74,6 @@ allowance Redlock clients use), and warnings. Never touches Redis.`,
 	return cmd
 }
 
-// addPolicyFlags adds --lease-cap, --renew-bound and --renew-every, bound to
-// the policy.* configuration keys.
-func addPolicyFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.String("lease-cap", "", "longest single lease of a renewable lock (default 60s)")
-	flagConfigKey(fl, "lease-cap", keyLeaseCap)
-	fl.String("renew-bound", "", "renewals keep a trusted lock at most max(budget, this) (default 12h)")
-	flagConfigKey(fl, "renew-bound", keyRenewBound)
-	fl.String("renew-every", "", "renewal interval (default lease/3)")
-	flagConfigKey(fl, "renew-every", keyRenewEvery)
-}
-
 func parseBudgets(raw []string) ([]time.Duration, error) {
 	if len(raw) == 0 {
 		return nil, usageErrorf("--budget is required, e.g. --budget 1200s or --budget 30s,1200s,13h")

@@ -106,6 +106,8 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdRun(f, nil),
 		NewCmdUnlock(f, nil),
 		NewCmdSimulate(f, nil),
+		NewCmdInspect(f, nil),
+		NewCmdWatch(f, nil),
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs

@@ -159,18 +159,6 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 	return cmd
 }
 
-// addKeyFlags adds --field, --key-template and --fence-template, bound to the
-// lock.* configuration keys.
-func addKeyFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.String("field", "", "request field name the key is built from (default OrderId)")
-	flagConfigKey(fl, "field", keyLockField)
-	fl.String("key-template", "", "lock key template: {field}, {value}; {{ }} for hash-tag braces (default lock:{field}:{value})")
-	flagConfigKey(fl, "key-template", keyKeyTemplate)
-	fl.String("fence-template", "", "fence counter key template: {field}, {value}, {key} (default {<lock key>}:fence)")
-	flagConfigKey(fl, "fence-template", keyFenceTemplate)
-}
-
 // splitRunArgs splits VALUE from the command after "--".
 func splitRunArgs(args []string, dash int, haveKey, dryRun bool) (value string, command []string, err error) {
 	before := args

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# bench/inspect.sh: time `lockctl inspect --pattern` against
+# `redis-cli --scan --pattern` on the same keyspace in the same run.
+#
+# Starts its own redis-server on a free loopback port, loads KEYS keys
+# (default 1,000,000) of which LOCKS (default 100,000) are locks of mixed
+# layouts (lockctl with fence counters, redsync, bsm/redislock, Redisson
+# hashes, redis-py, node-redlock, shedlock, distributedlock, constant
+# values), then reports wall times, their ratio and the peak RSS of
+# `lockctl inspect --pattern '*lock*' -o jsonl` (/usr/bin/time -v).
+#
+# Usage: bench/inspect.sh            (from the repository root)
+#        KEYS=200000 LOCKS=20000 COUNT=5000 bench/inspect.sh
+set -euo pipefail
+
+KEYS=${KEYS:-1000000}
+LOCKS=${LOCKS:-100000}
+# COUNT, when set, is passed as lockctl's --count (SCAN COUNT hint).
+count_flag=()
+if [[ -n "${COUNT:-}" ]]; then count_flag=(--count "$COUNT"); fi
+PATTERN='*lock*'
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+cleanup() {
+	if [[ -n "${redis_pid:-}" ]]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building lockctl"
+(cd "$root" && go build -o "$work/lockctl" .)
+
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+echo "loading $KEYS keys ($LOCKS locks of mixed layouts) into 127.0.0.1:$port"
+# RESP for redis-cli --pipe; locks are spread over the keyspace.
+awk -v keys="$KEYS" -v locks="$LOCKS" '
+function resp(n, a,   i, s) { s = "*" n "\r\n"; for (i = 1; i <= n; i++) s = s "$" length(a[i]) "\r\n" a[i] "\r\n"; return s }
+function hex(n,   s, i) { s = ""; for (i = 0; i < n; i++) s = s substr("0123456789abcdef", int(rand() * 16) + 1, 1); return s }
+function b64(n,   s, i, al) { al = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; s = ""; for (i = 0; i < n; i++) s = s substr(al, int(rand() * 62) + 1, 1); return s }
+BEGIN {
+	srand(42); every = int(keys / locks); ORS = ""
+	for (i = 0; i < keys; i++) {
+		if (i % every != 0) { a[1] = "SET"; a[2] = "data:" i; a[3] = "{\"id\":" i ",\"v\":\"payload\"}"; print resp(3, a); continue }
+		ttl = 10000 + (i % 600000); kind = (i / every) % 10
+		if (kind == 0) { f = i % 997 + 1; a[1] = "SET"; a[2] = "lock:ctl:" i; a[3] = f ":" hex(32); a[4] = "PX"; a[5] = ttl; print resp(5, a)
+			a[1] = "SET"; a[2] = "{lock:ctl:" i "}:fence"; a[3] = f; print resp(3, a) }
+		else if (kind == 1) { a[1] = "SET"; a[2] = "locks:rs:" i; a[3] = b64(21) "A=="; a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 2) { a[1] = "SET"; a[2] = "locks:bsm:" i; a[3] = b64(21) "w"; a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 3) { a[1] = "HSET"; a[2] = "locks:rn:" i; a[3] = "ea0fb3b6-09e2-4393-9e82-" hex(12) ":1"; a[4] = "1"; print resp(4, a)
+			a[1] = "PEXPIRE"; a[2] = "locks:rn:" i; a[3] = 30000; print resp(3, a) }
+		else if (kind == 4) { h = hex(32); a[1] = "SET"; a[2] = "locks:py:" i; a[3] = substr(h, 1, 12) "1" substr(h, 14, 3) "8" substr(h, 18); a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 5) { h = hex(32); a[1] = "SET"; a[2] = "locks:node:" i; a[3] = substr(h, 1, 12) "4" substr(h, 14); a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 6) { a[1] = "SET"; a[2] = "job-lock:default:" i; a[3] = "ADDED:2026-05-12T13:31:45.006Z@host-" (i % 7); a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 7) { a[1] = "SET"; a[2] = "dlock:" i; a[3] = "web-" (i % 5) "_" (1000 + i % 300) "_" hex(32); a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+		else if (kind == 8) { a[1] = "SET"; a[2] = "horizon:lock:" i; a[3] = "1"; print resp(3, a) }
+		else { a[1] = "SET"; a[2] = "locks:spring:" i; h = hex(32); a[3] = substr(h, 1, 8) "-" substr(h, 9, 4) "-4" substr(h, 14, 3) "-a" substr(h, 18, 3) "-" substr(h, 21); a[4] = "PX"; a[5] = ttl; print resp(5, a) }
+	}
+}' | redis-cli -p "$port" --pipe | tail -1
+dbsize=$(redis-cli -p "$port" dbsize)
+echo "dbsize $dbsize"
+
+now() { date +%s.%N; }
+t0=$(now)
+n_cli=$(redis-cli -p "$port" --scan --pattern "$PATTERN" | wc -l)
+t1=$(now)
+/usr/bin/time -v -o "$work/time.txt" "$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" "${count_flag[@]}" -o jsonl >"$work/locks.jsonl"
+t2=$(now)
+"$work/lockctl" --redis "redis://127.0.0.1:$port/0" inspect --pattern "$PATTERN" "${count_flag[@]}" -o json >"$work/locks.json"
+t3=$(now)
+
+cli=$(echo "$t1 - $t0" | bc -l)
+jsonl=$(echo "$t2 - $t1" | bc -l)
+json=$(echo "$t3 - $t2" | bc -l)
+rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
+n_jsonl=$(($(wc -l <"$work/locks.jsonl") - 1))
+echo
+echo "date:                      $(date -u +%Y-%m-%dT%H:%MZ), nproc $(nproc), $(redis-server --version | cut -d' ' -f3)"
+echo "keyspace:                  $dbsize keys, $n_cli matching '$PATTERN'"
+printf 'redis-cli --scan:          %6.2fs  (%d names, COUNT 10)\n' "$cli" "$n_cli"
+printf 'lockctl inspect -o jsonl:  %6.2fs  (%d keys: type, TTL, value, companions; --count %s)\n' "$jsonl" "$n_jsonl" "${COUNT:-default}"
+printf 'lockctl inspect -o json:   %6.2fs  (sorted by TTL, with summary)\n' "$json"
+printf 'ratio jsonl/redis-cli:     %6.2f  (goal <= 0.50)\n' "$(echo "$jsonl / $cli" | bc -l)"
+echo "peak RSS -o jsonl:         $((rss / 1024)) MiB"
+tail -1 "$work/locks.jsonl" | cut -c1-400

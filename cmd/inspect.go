@@ -1,0 +1,550 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+const formatJSONL = "jsonl"
+
+// InspectOptions are the inputs of `lockctl inspect`.
+type InspectOptions struct {
+	IO      *IOStreams
+	Printer *Printer
+	Format  string
+	// Redis connects on demand (Factory.Redis).
+	Redis func(ctx context.Context) (*RedisConn, error)
+	Ctx   context.Context
+
+	Values []string
+	Keys   []string
+	// KeySpec builds keys from Values; resolved once connected (cluster rules).
+	KeySpec func(cluster bool) (*lockcore.KeySpec, error)
+	// FenceFor gives the fence counter key of a lock key met without its
+	// value (--key, --pattern).
+	FenceFor func(lockKey string) string
+	Search   bool
+	Limit    int
+	Pattern  string
+	Count    int64
+	// FailOn is "", "warning" or "error".
+	FailOn      string
+	LeaseCap    time.Duration
+	ExpectOwner []byte
+}
+
+// NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
+func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command {
+	var keys []string
+	var search bool
+	var limit int
+	var pattern, failOn, owner string
+	var count int64
+	cmd := &cobra.Command{
+		Use:   "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
+		Short: "Show who holds a lock, which library wrote it and what is wrong with it (read-only)",
+		Long: `Read lock keys without writing a byte and show, for each: type, PTTL and
+absolute expiry, the library that wrote it (with confidence certain, likely
+or guess), the owner token (printable, else hex), holder details, fencing
+token and counter, waiters, and findings with a severity:
+
+  NO_TTL CONSTANT_OWNER NOT_A_LOCK LEASE_OVER_CAP SUBSECOND_LEASE NO_FENCE
+  FENCE_MISMATCH CROSS_SLOT BINARY_VALUE WRONG_TYPE ABSENT
+
+A VALUE is a business value (order-demo-001) turned into the lock key by the
+configured key template (lock.key_template, lock.field); --key takes an exact
+Redis key. --search also finds keys containing each value (SCAN MATCH, the
+value glob-escaped). --pattern scans the keyspace (SCAN, never KEYS, on every
+primary of a cluster), one row per lock sorted by remaining TTL plus a
+summary; -o jsonl streams one lock per line. Ctrl-C stops a scan cleanly
+with what was read.
+
+Read-only: only TYPE, PTTL, PEXPIRETIME, OBJECT IDLETIME, STRLEN, GETRANGE,
+HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
+		Example: `  lockctl inspect order-demo-001
+  lockctl inspect --key lock:OrderId:order-demo-001 -o json
+  lockctl inspect --key 'job-lock:default:report' --key concurrent-test2
+  lockctl inspect --pattern 'lock:*' --fail-on error
+  lockctl inspect --pattern '*' -o jsonl > locks.jsonl`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := f.Output(formatTable, formatJSON, formatYAML, formatJSONL)
+			if err != nil {
+				return err
+			}
+			opts := &InspectOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(),
+				Values: args, Keys: keys, Search: search, Limit: limit, Pattern: pattern, Count: count}
+			if err := checkInspectArgs(opts); err != nil {
+				return err
+			}
+			if failOn != "" {
+				if err := choice("fail-on", failOn, "error", "warning"); err != nil {
+					return err
+				}
+			}
+			opts.FailOn = failOn
+			pol, err := policySetting(f.Config)
+			if err != nil {
+				return err
+			}
+			opts.LeaseCap = pol.LeaseCap
+			if opts.ExpectOwner, err = parseOwner(owner); err != nil {
+				return err
+			}
+			v := f.Config
+			if _, err := keySpecSetting(v, false); err != nil {
+				return err
+			}
+			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
+			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
+			if runF != nil {
+				return runF(opts)
+			}
+			return inspectRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&keys, "key", nil, "exact Redis key to inspect (repeatable)")
+	fl.BoolVar(&search, "search", false, "also find keys containing each VALUE (SCAN MATCH *VALUE*)")
+	fl.IntVar(&limit, "limit", 100, "most keys --search reports per value")
+	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")
+	fl.Int64Var(&count, "count", inspect.DefaultScanCount, "SCAN COUNT hint for --pattern and --search")
+	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning")
+	fl.StringVar(&owner, "owner", "", "expected owner token, compared byte for byte (hex:... for raw bytes)")
+	addKeyFlags(cmd)
+	addPolicyFlags(cmd)
+	return cmd
+}
+
+func checkInspectArgs(opts *InspectOptions) error {
+	if len(opts.Values) == 0 && len(opts.Keys) == 0 && opts.Pattern == "" {
+		return usageErrorf("give a VALUE (e.g. order-demo-001), --key KEY or --pattern GLOB")
+	}
+	for _, v := range opts.Values {
+		if v == "" {
+			return usageErrorf("value %q is empty: the key template would build a key without it", v)
+		}
+	}
+	for _, k := range opts.Keys {
+		if k == "" {
+			return usageErrorf("--key %q is empty; give an exact Redis key", k)
+		}
+	}
+	if opts.Search && len(opts.Values) == 0 {
+		return usageErrorf("--search needs a VALUE to search for")
+	}
+	if opts.Limit < 1 {
+		return usageErrorf("limit %d must be at least 1", opts.Limit)
+	}
+	if opts.Count < 1 {
+		return usageErrorf("count %d must be at least 1", opts.Count)
+	}
+	return nil
+}
+
+// parseOwner reads --owner: text as given, or hex:<bytes>.
+func parseOwner(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if h, ok := strings.CutPrefix(s, "hex:"); ok {
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			return nil, usageErrorf("owner %q is not hex after hex:", s)
+		}
+		return b, nil
+	}
+	return []byte(s), nil
+}
+
+// fenceFor returns the fence counter key of a lock key met without its
+// business value: the configured fence template when it needs only {key}
+// and {field}, else the default rule (lockcore.FenceKeyFor).
+func fenceFor(field, tmpl string) func(string) string {
+	if tmpl == "" || strings.Contains(tmpl, "{value}") {
+		return lockcore.FenceKeyFor
+	}
+	t, err := lockcore.ParseTemplate(tmpl, "", "field", "value", "key")
+	if err != nil {
+		return lockcore.FenceKeyFor
+	}
+	if field == "" {
+		field = lockcore.DefaultField
+	}
+	return func(k string) string { return t.Expand(map[string]string{"key": k, "field": field}) }
+}
+
+// resolved is what a single-key inspect reads: the keys in order and the
+// fence key of each lock key built from a value.
+type resolved struct {
+	keys   []string
+	fences map[string]string
+}
+
+func resolveKeys(opts *InspectOptions, cluster bool) (*resolved, error) {
+	ks, err := opts.KeySpec(cluster)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolved{fences: map[string]string{}}
+	seen := map[string]bool{}
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			r.keys = append(r.keys, k)
+		}
+	}
+	for _, v := range opts.Values {
+		k := ks.Keys(v)
+		if k.Lock == "" {
+			return nil, usageErrorf("the key template builds an empty key for value %q", v)
+		}
+		r.fences[k.Lock] = k.Fence
+		add(k.Lock)
+	}
+	for _, k := range opts.Keys {
+		add(k)
+	}
+	return r, nil
+}
+
+func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) *inspect.Reader {
+	_, cluster := conn.Client.(*redis.ClusterClient)
+	return &inspect.Reader{Options: inspect.Options{
+		LeaseCap: opts.LeaseCap,
+		Cluster:  cluster,
+		FenceKey: func(lockKey string) string {
+			if f, ok := fences[lockKey]; ok {
+				return f
+			}
+			if opts.FenceFor != nil {
+				return opts.FenceFor(lockKey)
+			}
+			return lockcore.FenceKeyFor(lockKey)
+		},
+		ExpectOwner: opts.ExpectOwner,
+	}}
+}
+
+func inspectRun(opts *InspectOptions) error {
+	ctx := opts.Ctx
+	conn, err := opts.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if opts.Pattern != "" {
+		return inspectScan(opts, conn)
+	}
+	_, cluster := conn.Client.(*redis.ClusterClient)
+	res, err := resolveKeys(opts, cluster)
+	if err != nil {
+		return err
+	}
+	reader := newReader(opts, conn, res.fences)
+	keys := res.keys
+	if opts.Search {
+		found, err := searchKeys(ctx, conn, reader, opts)
+		if err != nil {
+			return err
+		}
+		for _, k := range found {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	locks, err := reader.Read(ctx, conn.Client, keys)
+	if err != nil {
+		return readError(ctx, conn, err)
+	}
+	return printReport(opts, inspect.NewReport(locks), false)
+}
+
+// searchKeys finds keys containing each value with SCAN MATCH *value*.
+func searchKeys(ctx context.Context, conn *RedisConn, reader *inspect.Reader, opts *InspectOptions) ([]string, error) {
+	var out []string
+	for _, v := range opts.Values {
+		so := inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape(v) + "*", Count: opts.Count, Limit: opts.Limit}
+		err := reader.Scan(ctx, conn.Client, so, func(l inspect.Lock) error {
+			out = append(out, l.Key)
+			return nil
+		})
+		if err != nil {
+			return nil, readError(ctx, conn, err)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func readError(ctx context.Context, conn *RedisConn, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return redisError(conn.URL, err)
+}
+
+// inspectScan is --pattern: SCAN the keyspace, stream (jsonl) or collect,
+// sort by TTL and summarise.
+func inspectScan(opts *InspectOptions, conn *RedisConn) error {
+	ctx := opts.Ctx
+	reader := newReader(opts, conn, nil)
+	reader.Light = true
+	// A scan allocates per key but keeps little (jsonl streams): collect
+	// garbage less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	so := inspect.ScanOptions{Pattern: opts.Pattern, Count: opts.Count}
+	if opts.IO.ErrTTY {
+		if total, err := conn.Client.DBSize(ctx).Result(); err == nil && total > 0 {
+			bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(opts.IO.ErrOut),
+				progressbar.OptionSetDescription("scanning "+opts.Pattern), progressbar.OptionShowCount(),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			so.Progress = func(walked int64) { _ = bar.Set64(min(walked, total)) }
+			defer func() { _ = bar.Finish() }()
+		}
+	}
+	var locks []inspect.Lock
+	sum := inspect.NewSummary()
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	emit := func(l inspect.Lock) error {
+		locks = append(locks, l)
+		return nil
+	}
+	if opts.Format == formatJSONL {
+		// Streamed: one line per lock as read, memory stays flat.
+		emit = func(l inspect.Lock) error {
+			sum.Add(&l)
+			return enc.Encode(l)
+		}
+	}
+	err := reader.Scan(ctx, conn.Client, so, emit)
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err != nil && !interrupted {
+		_ = out.Flush()
+		return readError(ctx, conn, err)
+	}
+	var perr error
+	if opts.Format == formatJSONL {
+		sum.Interrupted = interrupted
+		perr = enc.Encode(jsonlSummary{sum})
+		if ferr := out.Flush(); perr == nil {
+			perr = ferr
+		}
+		if perr == nil && !interrupted {
+			perr = failOn(opts.FailOn, sum.BySeverity)
+		}
+	} else {
+		inspect.SortByTTL(locks)
+		rep := inspect.NewReport(locks)
+		rep.Summary.Interrupted = interrupted
+		perr = printReport(opts, rep, true)
+	}
+	if interrupted {
+		return ctx.Err()
+	}
+	return perr
+}
+
+// jsonlSummary is the last line of `inspect -o jsonl`.
+type jsonlSummary struct {
+	Summary inspect.Summary `json:"summary"`
+}
+
+// failOn returns checkFailed when a lock's worst finding reaches level.
+func failOn(level string, bySeverity map[string]int) error {
+	if level == "" {
+		return nil
+	}
+	want := inspect.Severity(level).Rank()
+	for sev, n := range bySeverity {
+		if n > 0 && inspect.Severity(sev).Rank() >= want {
+			return checkFailed()
+		}
+	}
+	return nil
+}
+
+func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
+	var err error
+	if opts.Format == formatJSONL {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetEscapeHTML(false)
+		for _, l := range rep.Locks {
+			if err = enc.Encode(l); err != nil {
+				return err
+			}
+		}
+		err = enc.Encode(jsonlSummary{rep.Summary})
+	} else {
+		err = opts.Printer.Print(rep, func(t *TableView) { inspectTable(t, rep, summary) })
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Summary.Interrupted {
+		return nil
+	}
+	return failOn(opts.FailOn, rep.Summary.BySeverity)
+}
+
+func inspectTable(t *TableView, rep inspect.Report, summary bool) {
+	st := t.Styles()
+	header, rows := inspectRows(rep.Locks)
+	if len(rows) > 0 {
+		t.Table(header, rows)
+	}
+	for _, l := range rep.Locks {
+		if d := holderLine(l); d != "" {
+			t.Line("%s: %s", l.Key, d)
+		}
+	}
+	for _, l := range rep.Locks {
+		for _, f := range l.Findings {
+			t.Line("%s %s %s: %s; %s", st.Level(string(f.Severity)), f.Code, l.Key, f.Message, f.Reason)
+		}
+	}
+	if summary {
+		t.Line("%s", summaryLine(rep.Summary))
+	}
+}
+
+// inspectRows is the pure row builder of the inspect table.
+func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
+	header := []string{"key", "type", "ttl", "expires at", "layout", "owner", "fence", "findings"}
+	rows := make([][]string, 0, len(locks))
+	for _, l := range locks {
+		ttl := "-"
+		switch {
+		case l.PTTLMS >= 0:
+			ttl = lockcore.FormatDuration(time.Duration(l.PTTLMS) * time.Millisecond)
+		case l.PTTLMS == -1:
+			ttl = "none"
+		}
+		exp := "-"
+		if l.ExpiresAt != nil {
+			exp = *l.ExpiresAt
+		}
+		layout := "-"
+		switch {
+		case l.Role != "":
+			layout = l.Layout.Name + " " + l.Role
+		case l.Exists:
+			layout = l.Layout.Name + " (" + string(l.Layout.Confidence) + ")"
+		}
+		owner := l.Owner
+		if owner == "" && l.OwnerHex != "" {
+			owner = "hex:" + l.OwnerHex
+		}
+		if len(owner) > 40 {
+			owner = owner[:39] + "…"
+		}
+		if owner == "" {
+			owner = "-"
+		}
+		codes := make([]string, len(l.Findings))
+		for i, f := range l.Findings {
+			codes[i] = f.Code
+		}
+		findings := strings.Join(codes, ",")
+		if findings == "" {
+			findings = "-"
+		}
+		rows = append(rows, []string{l.Key, l.Type, ttl, exp, layout, owner, fenceCell(l.Fence), findings})
+	}
+	return header, rows
+}
+
+func fenceCell(f *inspect.Fence) string {
+	if f == nil {
+		return "-"
+	}
+	n := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	return n(f.Value) + "/" + n(f.Counter)
+}
+
+// holderLine lists what the layout says about the holder.
+func holderLine(l inspect.Lock) string {
+	var parts []string
+	if h := l.Holder; h != nil {
+		for _, kv := range [][2]string{{"host", h.Host}, {"client", h.ClientID}, {"thread", h.Thread}, {"job", h.JobID},
+			{"mode", h.Mode}, {"metadata", h.Metadata}, {"acquired", h.AcquiredAt}, {"value expires", h.ValueExpiresAt}} {
+			if kv[1] != "" {
+				parts = append(parts, kv[0]+" "+kv[1])
+			}
+		}
+		if h.PID != 0 {
+			parts = append(parts, "pid "+strconv.FormatInt(h.PID, 10))
+		}
+	}
+	if l.HoldCount != nil {
+		parts = append(parts, "hold count "+strconv.FormatInt(*l.HoldCount, 10))
+	}
+	if l.Fence != nil && l.Fence.CounterKey != "" {
+		parts = append(parts, "fence counter "+l.Fence.CounterKey)
+	}
+	if len(l.Waiters) > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting: %s", len(l.Waiters), strings.Join(l.Waiters, ", ")))
+	}
+	if l.OwnerCheck != "" {
+		parts = append(parts, l.OwnerCheck)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func summaryLine(s inspect.Summary) string {
+	line := fmt.Sprintf("%d locks", s.Locks)
+	if s.Companions > 0 {
+		line += fmt.Sprintf(" (+%d companion keys)", s.Companions)
+	}
+	if s.Interrupted {
+		line += " (interrupted: partial)"
+	}
+	if len(s.ByLayout) > 0 {
+		line += "; layouts: " + countList(s.ByLayout)
+	}
+	if len(s.ByFinding) > 0 {
+		line += "; findings: " + countList(s.ByFinding)
+	}
+	return line
+}
+
+func countList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

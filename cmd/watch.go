@@ -1,0 +1,184 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+// WatchOptions are the inputs of `lockctl watch`.
+type WatchOptions struct {
+	IO      *IOStreams
+	Printer *Printer
+	Format  string
+	Redis   func(ctx context.Context) (*RedisConn, error)
+	Ctx     context.Context
+
+	Values   []string
+	Keys     []string
+	KeySpec  func(cluster bool) (*lockcore.KeySpec, error)
+	FenceFor func(lockKey string) string
+	// Interval between samples; Duration 0 means until Ctrl-C.
+	Interval   time.Duration
+	Duration   time.Duration
+	RenewBound time.Duration
+	LeaseCap   time.Duration
+}
+
+// NewCmdWatch returns `lockctl watch`; runF replaces the run function in tests.
+func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
+	var keys []string
+	var interval, duration string
+	cmd := &cobra.Command{
+		Use:   "watch [VALUE...] [--key KEY]...",
+		Short: "Sample lock keys and print one line per ownership event (read-only)",
+		Long: `Sample the lock key(s) every --interval for --duration (or until Ctrl-C) and
+print one line per event:
+
+  HELD / FREE          the state at the first sample
+  ACQUIRED             the key appeared: a new owner
+  RENEWED              the TTL went up, same owner
+  RELEASED             the key went away well before its TTL
+  EXPIRED              the key went away at its TTL
+  TAKEOVER             the owner changed with no gap seen
+  TTL_JUMP             the TTL fell faster than time passed
+  FENCE_BACKWARDS      the fencing counter decreased
+  RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
+
+-o jsonl prints one JSON object per event. Read-only: each sample is the
+same pipelined reads as inspect.`,
+		Example: `  lockctl watch order-demo-001
+  lockctl watch --key concurrent-test2 --interval 1s --renew-bound 1m -o jsonl
+  lockctl watch order-demo-001 --duration 30s`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			format, err := f.Output(formatTable, formatJSONL)
+			if err != nil {
+				return err
+			}
+			opts := &WatchOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Values: args, Keys: keys}
+			if len(args) == 0 && len(keys) == 0 {
+				return usageErrorf("give a VALUE (e.g. order-demo-001) or --key KEY")
+			}
+			for _, v := range append(append([]string{}, args...), keys...) {
+				if v == "" {
+					return usageErrorf("value %q is empty; give a business value or an exact --key", v)
+				}
+			}
+			if opts.Interval, err = lockcore.ParsePositiveDuration(interval); err != nil {
+				return usageErrorf("interval %s", err)
+			}
+			if duration != "" {
+				if opts.Duration, err = lockcore.ParsePositiveDuration(duration); err != nil {
+					return usageErrorf("duration %s", err)
+				}
+			}
+			pol, err := policySetting(f.Config)
+			if err != nil {
+				return err
+			}
+			opts.RenewBound, opts.LeaseCap = pol.RenewBound, pol.LeaseCap
+			v := f.Config
+			if _, err := keySpecSetting(v, false); err != nil {
+				return err
+			}
+			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
+			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
+			if runF != nil {
+				return runF(opts)
+			}
+			return watchRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&keys, "key", nil, "exact Redis key to watch (repeatable)")
+	fl.StringVar(&interval, "interval", "100ms", "time between samples")
+	fl.StringVar(&duration, "duration", "", "stop after this long (default: until Ctrl-C)")
+	addKeyFlags(cmd)
+	addPolicyFlags(cmd)
+	return cmd
+}
+
+func watchRun(opts *WatchOptions) error {
+	ctx := opts.Ctx
+	if opts.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
+		defer cancel()
+	}
+	conn, err := opts.Redis(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
+	_, cluster := conn.Client.(*redis.ClusterClient)
+	res, err := resolveKeys(iopts, cluster)
+	if err != nil {
+		return err
+	}
+	reader := newReader(iopts, conn, res.fences)
+	differs := make(map[string]*inspect.Differ, len(res.keys))
+	for _, k := range res.keys {
+		differs[k] = inspect.NewDiffer(inspect.WatchOptions{RenewBound: opts.RenewBound})
+	}
+	enc := json.NewEncoder(opts.IO.Out)
+	enc.SetEscapeHTML(false)
+	st := opts.Printer.Styles
+	tick := time.NewTicker(opts.Interval)
+	defer tick.Stop()
+	for {
+		at := time.Now()
+		locks, err := reader.Read(ctx, conn.Client, res.keys)
+		if err != nil {
+			return watchEnd(opts, ctx, conn, err)
+		}
+		for _, l := range locks {
+			for _, e := range differs[l.Key].Next(inspect.SampleOf(l, at)) {
+				if opts.Format == formatJSONL {
+					err = enc.Encode(e)
+				} else {
+					_, err = opts.IO.Out.Write([]byte(watchLine(st, e) + "\n"))
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return watchEnd(opts, ctx, conn, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// watchEnd maps how the sampling loop stopped: --duration elapsed is
+// success, Ctrl-C is an interruption, anything else a Redis error.
+func watchEnd(opts *WatchOptions, ctx context.Context, conn *RedisConn, err error) error {
+	switch {
+	case opts.Ctx.Err() != nil:
+		return opts.Ctx.Err()
+	case ctx.Err() != nil:
+		return nil
+	}
+	return redisError(conn.URL, err)
+}
+
+// watchLine is the table format of one event.
+func watchLine(st *Styles, e inspect.Event) string {
+	word := e.Event
+	switch e.Event {
+	case inspect.EventTakeover, inspect.EventTTLJump, inspect.EventFenceBackwards:
+		word = st.Error.Render(word)
+	case inspect.EventRenewedPastBound, inspect.EventExpired:
+		word = st.Warn.Render(word)
+	case inspect.EventAcquired, inspect.EventRenewed, inspect.EventHeld:
+		word = st.OK.Render(word)
+	}
+	return e.At + " " + word + " " + e.Key + ": " + e.Message
+}

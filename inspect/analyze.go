@@ -1,0 +1,379 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/lockctl/lockctl/lockcore"
+)
+
+// Value is what was read at one key.
+type Value struct {
+	// Type is the TYPE reply: string, hash, list, set, zset, stream or none.
+	Type string
+	// PTTL is the PTTL reply in ms: -1 no expiry, -2 no key.
+	PTTL int64
+	// ExpireAtMS is PEXPIRETIME (Unix ms) when the server has it, else the
+	// reader's clock + PTTL; 0 without a TTL.
+	ExpireAtMS int64
+	// Idle is OBJECT IDLETIME in seconds, nil when not allowed.
+	Idle *int64
+	// Bytes is the string value, or its first MaxValueBytes bytes.
+	Bytes []byte
+	// Fields are hash fields and values in the order read; Items are list,
+	// set or zset members (zset: member, score, member, score...).
+	Fields [][2]string
+	Items  []string
+	// Size is STRLEN, HLEN, LLEN, SCARD or ZCARD.
+	Size int64
+	// Truncated says Bytes, Fields or Items hold only part of the value.
+	Truncated bool
+}
+
+// Exists reports whether the key was there.
+func (v Value) Exists() bool { return v.Type != "" && v.Type != "none" && v.PTTL != -2 }
+
+// Options tune analysis; the zero value is usable.
+type Options struct {
+	// LeaseCap is the renewable cap; a PTTL above it is LEASE_OVER_CAP
+	// (0: lockcore.DefaultLeaseCap).
+	LeaseCap time.Duration
+	// FenceKey returns the lockctl fence counter key of a lock key
+	// (nil: lockcore.FenceKeyFor, the default template's rule).
+	FenceKey func(lockKey string) string
+	// Cluster makes CROSS_SLOT an error instead of a warning.
+	Cluster bool
+	// ExpectOwner, when set, is compared byte for byte with the owner token.
+	ExpectOwner []byte
+}
+
+func (o Options) leaseCap() time.Duration {
+	if o.LeaseCap > 0 {
+		return o.LeaseCap
+	}
+	return lockcore.DefaultLeaseCap
+}
+
+func (o Options) fenceKey(k string) string {
+	if o.FenceKey != nil {
+		return o.FenceKey(k)
+	}
+	return lockcore.FenceKeyFor(k)
+}
+
+// Companion roles.
+const (
+	RoleFence   = "fence_counter"
+	RoleSignal  = "signal"
+	RoleQueue   = "wait_queue"
+	RoleTimeout = "wait_timeouts"
+	RoleOwner   = "owner"
+	RoleExpire  = "expire"
+	RoleDigest  = "digest"
+)
+
+type companionKey struct {
+	Role string
+	Key  string
+}
+
+// companions returns the keys to read next to key, given what was read
+// there: each library's companion keys (fence counters, signal lists, wait
+// queues), with their roles. The reader reads them in the round trip that
+// reads hash values.
+func companions(key string, v Value, opts Options) []companionKey {
+	switch v.Type {
+	case "hash":
+		if strings.HasSuffix(key, ":LOCKED") {
+			return []companionKey{{RoleDigest, strings.TrimSuffix(key, ":LOCKED")}}
+		}
+		return []companionKey{
+			{RoleFence, redissonPrefixName("redisson_lock_token", key)},
+			{RoleQueue, redissonPrefixName("redisson_lock_queue", key)},
+			{RoleTimeout, redissonPrefixName("redisson_lock_timeout", key)},
+		}
+	case "string":
+		s := string(v.Bytes)
+		switch {
+		case isLockctlValue(s):
+			return []companionKey{{RoleFence, opts.fenceKey(key)}}
+		case strings.HasPrefix(key, "lock:owner:"):
+			return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}
+		case strings.HasPrefix(key, "lock:expire:"):
+			return []companionKey{{RoleOwner, "lock:owner:" + strings.TrimPrefix(key, "lock:expire:")}}
+		case strings.HasPrefix(key, "lock:"):
+			return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
+		}
+	}
+	return nil
+}
+
+// companionOf recognises a key that is itself a layout's companion (a fence
+// counter, a signal list, a wait queue) so a scan does not report it as a
+// broken lock: it returns the layout and the role, or "", "".
+func companionOf(key string, v Value) (layout, role string) {
+	_, isInt := parseInt(string(v.Bytes))
+	switch {
+	case v.Type == "string" && isInt && strings.HasSuffix(key, ":fence"):
+		return "lockctl", RoleFence
+	case v.Type == "string" && isInt && strings.HasPrefix(key, "redisson_lock_token:"):
+		return "redisson-fenced", RoleFence
+	case v.Type == "list" && strings.HasPrefix(key, "lock-signal:"):
+		return "python-redis-lock", RoleSignal
+	case v.Type == "list" && strings.HasPrefix(key, "redisson_lock_queue:"):
+		return "redisson-fair", RoleQueue
+	case v.Type == "zset" && strings.HasPrefix(key, "redisson_lock_timeout:"):
+		return "redisson-fair", RoleTimeout
+	}
+	return "", ""
+}
+
+// redissonPrefixName is Redisson's RedissonObject.prefixName: the prefix,
+// a colon and the name in a hash tag unless the name already has a '{'.
+func redissonPrefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// noFindings is shared by locks without findings: JSON shows [] not null,
+// and add never appends to it (it allocates on first use).
+var noFindings = []Finding{}
+
+// Analyze inspects one key from what was read there (v) and at its
+// companion keys (by key; missing ones count as absent). It is pure: the
+// same input always gives the same Lock.
+func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
+	l := Lock{Key: key, Type: v.Type, Exists: v.Exists(), PTTLMS: v.PTTL, IdleSeconds: v.Idle,
+		ValueBytes: v.Size, Truncated: v.Truncated, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: noFindings}
+	if l.Type == "" {
+		l.Type = "none"
+	}
+	if !l.Exists {
+		l.Type, l.PTTLMS = "none", -2
+		l.add(ABSENT, SeverityInfo, "no such key")
+		return l
+	}
+	if v.ExpireAtMS > 0 && v.PTTL >= 0 {
+		s := rfc3339ms(time.UnixMilli(v.ExpireAtMS))
+		l.ExpiresAt = &s
+	}
+	cks := companions(key, v, opts)
+	for _, c := range cks {
+		cv := comp[c.Key]
+		t := cv.Type
+		if t == "" {
+			t = "none"
+		}
+		pttl := cv.PTTL
+		if !cv.Exists() {
+			pttl = -2
+		}
+		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
+	}
+	if name, role := companionOf(key, v); role != "" {
+		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
+		return l
+	}
+	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
+	switch v.Type {
+	case "string":
+		d.detectString()
+	case "hash":
+		d.detectHash()
+	default:
+		l.add(WRONGTYPE, SeverityError, "a %s: no lock library keeps a lock in a %s", v.Type, v.Type)
+	}
+	kept := l.Companions[:0]
+	for _, c := range l.Companions {
+		if d.used[c.Role] {
+			kept = append(kept, c)
+		}
+	}
+	l.Companions = kept
+	if len(l.Companions) == 0 {
+		l.Companions = nil
+	}
+	l.findings(d, opts)
+	if opts.ExpectOwner != nil {
+		l.OwnerCheck = "NOT_OWNED"
+		if d.owner != nil && string(d.owner) == string(opts.ExpectOwner) {
+			l.OwnerCheck = "OWNED"
+		}
+	}
+	return l
+}
+
+// detection carries one Analyze call's intermediate results.
+type detection struct {
+	key   string
+	v     Value
+	comp  map[string]Value
+	cks   []companionKey
+	lock  *Lock
+	owner []byte
+	// fenced says the layout issues fencing tokens.
+	fenced   bool
+	constant bool
+	appData  bool
+	// used are the companion roles the detected layout has.
+	used map[string]bool
+	// valueTTL says the layout keeps its expiry in a value (no Redis TTL by design).
+	valueTTL bool
+}
+
+// companion marks role as one the layout has and returns its key, what was
+// read there and whether it exists.
+func (d *detection) companion(role string) (string, Value, bool) {
+	d.used[role] = true
+	return d.peek(role)
+}
+
+// peek is companion without marking the role as the layout's.
+func (d *detection) peek(role string) (string, Value, bool) {
+	for _, c := range d.cks {
+		if c.Role == role {
+			v, ok := d.comp[c.Key]
+			return c.Key, v, ok && v.Exists()
+		}
+	}
+	return "", Value{}, false
+}
+
+func (d *detection) setLayout(name string, c Confidence) {
+	d.lock.Layout = Layout{Name: name, Confidence: c}
+}
+
+func (d *detection) setOwner(b []byte) {
+	d.owner = b
+	d.lock.OwnerHex = hex.EncodeToString(b)
+	if printable(b) {
+		d.lock.Owner = string(b)
+	}
+}
+
+func (d *detection) holder() *Holder {
+	if d.lock.Holder == nil {
+		d.lock.Holder = &Holder{}
+	}
+	return d.lock.Holder
+}
+
+func printable(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func parseInt(s string) (int64, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	return n, err == nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Finding codes (README.md, "inspect": findings table).
+const (
+	NO_TTL          = "NO_TTL"
+	CONSTANT_OWNER  = "CONSTANT_OWNER"
+	NOT_A_LOCK      = "NOT_A_LOCK"
+	LEASE_OVER_CAP  = "LEASE_OVER_CAP"
+	SUBSECOND_LEASE = "SUBSECOND_LEASE"
+	NO_FENCE        = "NO_FENCE"
+	FENCE_MISMATCH  = "FENCE_MISMATCH"
+	CROSS_SLOT      = "CROSS_SLOT"
+	BINARY_VALUE    = "BINARY_VALUE"
+	WRONGTYPE       = "WRONG_TYPE"
+	ABSENT          = "ABSENT"
+)
+
+// reasons are the one-line "why it matters" of each finding code.
+var reasons = map[string]string{
+	NO_TTL:          "a crashed holder blocks the key forever: nothing ever expires it",
+	CONSTANT_OWNER:  "holders cannot be told apart, so owner-checked renew and release are impossible",
+	NOT_A_LOCK:      "the lock key was overwritten by application data: no holder's token matches, release can never succeed",
+	LEASE_OVER_CAP:  "a crashed holder blocks others for the whole TTL; renew a short lease instead (or renewal adds instead of sets)",
+	SUBSECOND_LEASE: "a lease under 1s is likely a ms/s mix-up: the lock lapses while the work runs",
+	NO_FENCE:        "without a fencing token a paused holder that lost its lease can still write (Kleppmann 2016)",
+	FENCE_MISMATCH:  "the counter must equal the holder's token; otherwise tokens are reissued or a stale holder overwrote the lock",
+	CROSS_SLOT:      "in Redis Cluster a script touching both keys fails with CROSSSLOT; put the common part in a {hash tag}",
+	BINARY_VALUE:    "the owner token is not text: compare raw bytes (shown as hex), not a decoded string",
+	WRONGTYPE:       "the key holds a type no lock library uses: another feature shares the lock's key name",
+	ABSENT:          "nobody holds the lock (or the key template does not match the one the application uses)",
+}
+
+func (l *Lock) add(code string, sev Severity, format string, args ...any) {
+	msg := format
+	if len(args) > 0 {
+		msg = fmt.Sprintf(format, args...)
+	}
+	if len(l.Findings) == 0 {
+		l.Findings = make([]Finding, 0, 2)
+	}
+	l.Findings = append(l.Findings, Finding{Code: code, Severity: sev, Message: msg, Reason: reasons[code]})
+}
+
+// findings adds the findings that do not depend on the layout's own rules.
+func (l *Lock) findings(d *detection, opts Options) {
+	switch {
+	case l.PTTLMS == -1 && d.valueTTL:
+		l.add(NO_TTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
+		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
+	case l.PTTLMS == -1:
+		l.add(NO_TTL, SeverityError, "no TTL (PTTL -1)")
+	case l.PTTLMS >= 0 && l.PTTLMS < 1000:
+		l.add(SUBSECOND_LEASE, SeverityWarning, "%dms left: under 1s", l.PTTLMS)
+	case time.Duration(l.PTTLMS)*time.Millisecond > opts.leaseCap():
+		l.add(LEASE_OVER_CAP, SeverityWarning, "%s left, over the %s renewable cap",
+			lockcore.FormatDuration(time.Duration(l.PTTLMS)*time.Millisecond), lockcore.FormatDuration(opts.leaseCap()))
+	}
+	if d.constant {
+		l.add(CONSTANT_OWNER, SeverityError, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
+	}
+	if d.appData && l.PTTLMS == -1 {
+		l.add(NOT_A_LOCK, SeverityError, "the value %s matches no lock library and has no TTL: application data", describe(d.v.Bytes))
+	}
+	if d.owner != nil && !printable(d.owner) {
+		l.add(BINARY_VALUE, SeverityInfo, "the owner token is %d bytes of binary (hex %s)", len(d.owner), short(l.OwnerHex))
+	}
+	if l.Layout.Name != "unknown" && !d.fenced {
+		l.add(NO_FENCE, SeverityWarning, "%s issues no fencing token", l.Layout.Name)
+	}
+	sev := SeverityWarning
+	if opts.Cluster {
+		sev = SeverityError
+	}
+	slot := lockcore.Slot(l.Key)
+	for _, c := range l.Companions {
+		if c.Slot != slot && l.Layout.Name != "unknown" {
+			l.add(CROSS_SLOT, sev, "the lock (slot %d) and its %s %q (slot %d) are on different cluster slots", slot, strings.ReplaceAll(c.Role, "_", " "), c.Key, c.Slot)
+		}
+	}
+}
+
+func describe(b []byte) string {
+	s := string(b)
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

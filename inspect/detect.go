@@ -1,0 +1,463 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Regular expressions only for values a cheap check already singled out;
+// the hot path of a scan uses the byte checks at the end of this file.
+var (
+	reShedlock   = regexp.MustCompile(`^ADDED:([^@]+)@(.*)$`)
+	reUUIDSuffix = regexp.MustCompile(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
+	reHostPID    = regexp.MustCompile(`^(.+):([0-9]+)$`)
+)
+
+// maxUnknownOwner bounds the owner shown for a value no layout explains.
+const maxUnknownOwner = 256
+
+// constantOwners are values that say "locked" without saying by whom
+// (shared/cases.md, cases 1 and 2).
+var constantOwners = map[string]bool{
+	"": true, "0": true, "1": true, "true": true, "false": true, "yes": true, "y": true, "on": true, "x": true,
+	"ok": true, "lock": true, "locked": true, "busy": true, "running": true, "taken": true, "held": true,
+	"acquired": true, "processing": true, "in_progress": true, "lck": true,
+}
+
+// detectString tells which library wrote a string lock. Each branch names
+// the source that fixes the layout.
+func (d *detection) detectString() {
+	b, s, key := d.v.Bytes, string(d.v.Bytes), d.key
+	if !d.v.Truncated && constantOwners[strings.ToLower(strings.TrimSpace(s))] {
+		d.setOwner(b)
+		d.constant = true
+		return
+	}
+	switch {
+	case isLockctlValue(s):
+		d.lockctl(s)
+	case strings.HasPrefix(s, "ADDED:") && reShedlock.MatchString(s):
+		d.shedlock(s)
+	case strings.HasPrefix(key, "CSRedisClientLock:") && isUUID(s):
+		// csredis, src/CSRedisCore/CSRedisClient.cs Lock(): key
+		// "CSRedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
+		d.setLayout("csredis", Certain)
+		d.setOwner(b)
+	case strings.HasPrefix(key, "RedisClientLock:") && isUUID(s):
+		// FreeRedis, src/FreeRedis/RedisClient/Modules/Lock.cs Lock(): key
+		// "RedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
+		d.setLayout("freeredis", Certain)
+		d.setOwner(b)
+	case strings.HasPrefix(key, "lock:owner:"):
+		d.redisLockGemOwner(b)
+	case strings.HasPrefix(key, "lock:expire:"):
+		d.redisLockGemExpire(s)
+	case isDistLockValue(s):
+		d.distributedLock(s)
+	case isUUID(s):
+		// spring-integration, spring-integration-redis/src/main/java/org/
+		// springframework/integration/redis/util/RedisLockRegistry.java:
+		// key "<registryKey>:<lockKey>", value clientId =
+		// UUID.randomUUID().toString(), SET PX from a Lua script. A bare
+		// UUID is also what many hand-rolled locks store: a guess.
+		d.setLayout("spring-integration", Guess)
+		d.setOwner(b)
+	case len(s) == 24 && strings.HasSuffix(s, "==") && isBase64Token(s[:22], stdAlphabet):
+		d.base64Std16(b)
+	case len(s) >= 22 && isBase64Token(s[:22], urlAlphabet) && (len(s) == 22 || printable(b)):
+		d.redislock(s)
+	case len(s) == 32 && isHex(s):
+		d.hex32(s)
+	case len(s) == 24 && isHex(s) && strings.HasPrefix(key, "uniquejobs:"):
+		// sidekiq-unique-jobs, lib/sidekiq_unique_jobs/lua/lock.lua: the
+		// digest key "uniquejobs:<md5>" holds the job id (SecureRandom.hex(12)).
+		d.setLayout("sidekiq-unique-jobs", Likely)
+		d.setOwner(b)
+		d.holder().JobID = s
+	case len(b) == 16 && !printable(b) && strings.HasPrefix(key, "lock:"):
+		// python-redis-lock before 3.3 stored urandom(16) raw (src/redis_lock/__init__.py).
+		d.setLayout("python-redis-lock", Guess)
+		d.setOwner(b)
+		d.companion(RoleSignal)
+	case len(s) == 16 && isAlnum(s):
+		d.laravel(b)
+	default:
+		d.setOwner(b[:min(len(b), maxUnknownOwner)])
+		d.appData = printable(b)
+	}
+}
+
+// lockctl: the reference platform's layout, lockcore/scripts/acquire.lua:
+// value "<fence>:<owner>" (32 hex), SET PX, and an INCR fence counter on the
+// same slot (lockcore.FenceKeyFor, or the configured fence template).
+func (d *detection) lockctl(s string) {
+	digits, owner, _ := strings.Cut(s, ":")
+	d.setOwner([]byte(owner))
+	fence, _ := strconv.ParseInt(digits, 10, 64)
+	key, cv, ok := d.companion(RoleFence)
+	f := &Fence{Value: ptr(fence), CounterKey: key}
+	d.lock.Fence = f
+	d.fenced = true
+	if !ok {
+		d.setLayout("lockctl", Likely)
+		d.lock.add(NO_FENCE, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
+		return
+	}
+	d.setLayout("lockctl", Certain)
+	n, isInt := parseInt(string(cv.Bytes))
+	if cv.Type != "string" || !isInt {
+		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is not an integer (%s %s)", key, cv.Type, describe(cv.Bytes))
+		return
+	}
+	f.Counter = ptr(n)
+	switch {
+	case n < fence:
+		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
+	case n > fence:
+		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is below the counter %d at %q: a later acquire issued a newer token", fence, n, key)
+	}
+}
+
+// shedlock, providers/redis/shedlock-provider-redis-spring/src/main/java/
+// net/javacrumbs/shedlock/provider/redis/spring/RedisLockProvider.java:
+// key "job-lock:<env>:<name>", value String.format("ADDED:%s@%s",
+// toIsoString(now), getHostname()) (newer versions may append ":<uuid>"),
+// SET NX PX lockAtMostFor.
+func (d *detection) shedlock(s string) {
+	m := reShedlock.FindStringSubmatch(s)
+	d.setLayout("shedlock", Certain)
+	d.setOwner([]byte(s))
+	h := d.holder()
+	host := m[2]
+	if u := reUUIDSuffix.FindStringSubmatch(host); u != nil {
+		host, h.ClientID = u[1], u[2]
+	}
+	h.Host = host
+	if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
+		h.AcquiredAt = rfc3339ms(t)
+	}
+}
+
+// redis-lock-gem (mlanett/redis-lock), lib/redis-lock.rb: MSETNX of
+// "lock:owner:<key>" = "<hostname>:<pid>" and "lock:expire:<key>" = Unix
+// seconds; no Redis TTL, a contender deletes a stale pair.
+func (d *detection) redisLockGemOwner(b []byte) {
+	d.setOwner(b)
+	d.valueTTL = true
+	if m := reHostPID.FindStringSubmatch(string(b)); m != nil {
+		d.holder().Host = m[1]
+		d.holder().PID, _ = parseInt(m[2])
+	}
+	_, cv, ok := d.companion(RoleExpire)
+	if !ok {
+		d.setLayout("redis-lock-gem", Likely)
+		return
+	}
+	d.setLayout("redis-lock-gem", Certain)
+	if sec, isInt := parseInt(string(cv.Bytes)); isInt {
+		d.holder().ValueExpiresAt = rfc3339ms(time.Unix(sec, 0))
+	}
+}
+
+// redisLockGemExpire is the "lock:expire:<key>" half of redis-lock-gem.
+func (d *detection) redisLockGemExpire(s string) {
+	sec, isInt := parseInt(s)
+	if !isInt {
+		d.setOwner([]byte(s))
+		d.appData = true
+		return
+	}
+	d.valueTTL = true
+	d.holder().ValueExpiresAt = rfc3339ms(time.Unix(sec, 0))
+	_, cv, ok := d.companion(RoleOwner)
+	if !ok {
+		d.setLayout("redis-lock-gem", Likely)
+		return
+	}
+	d.setLayout("redis-lock-gem", Certain)
+	d.setOwner(cv.Bytes)
+	if m := reHostPID.FindStringSubmatch(string(cv.Bytes)); m != nil {
+		d.holder().Host = m[1]
+		d.holder().PID, _ = parseInt(m[2])
+	}
+}
+
+// distributedlock (.NET, madelson/DistributedLock),
+// src/DistributedLock.Redis/Primitives/RedisMutexPrimitive.cs: SET key
+// lockId NX PX, lockId "<MachineName>_<ProcessId>_<Guid "n">".
+func (d *detection) distributedLock(s string) {
+	rest := s[:len(s)-33]
+	i := strings.LastIndexByte(rest, '_')
+	d.setLayout("distributedlock", Certain)
+	d.setOwner([]byte(s))
+	d.holder().Host = rest[:i]
+	d.holder().PID, _ = parseInt(rest[i+1:])
+}
+
+// base64Std16 is 16 random bytes in standard base64 (24 characters, "=="):
+//   - redsync, github.com/go-redsync/redsync/v4 mutex.go genValue():
+//     base64.StdEncoding of 16 bytes, SET NX PX;
+//   - python-redis-lock, src/redis_lock/__init__.py: key "lock:<name>",
+//     id b64encode(urandom(16)), SET NX EX, and the "lock-signal:<name>"
+//     list its release script pushes to.
+func (d *detection) base64Std16(b []byte) {
+	d.setOwner(b)
+	if strings.HasPrefix(d.key, "lock:") {
+		_, _, ok := d.companion(RoleSignal)
+		if ok {
+			d.setLayout("python-redis-lock", Certain)
+		} else {
+			d.setLayout("python-redis-lock", Likely)
+		}
+		return
+	}
+	d.setLayout("redsync", Likely)
+}
+
+// redislock (bsm), github.com/bsm/redislock redislock.go: token
+// base64.RawURLEncoding of 16 random bytes (22 characters) followed by the
+// optional metadata, SET NX PX from the obtain script.
+func (d *detection) redislock(s string) {
+	d.setOwner([]byte(s[:22]))
+	if len(s) == 22 {
+		d.setLayout("redislock", Likely)
+		return
+	}
+	d.setLayout("redislock", Guess)
+	d.holder().Metadata = s[22:]
+}
+
+// hex32 is 16 bytes in hex:
+//   - redis-py, redis/lock.py Lock.acquire(): token uuid.uuid1().hex, SET NX
+//     PX; a version-1 UUID (nibble 12 is "1", variant 10xx) whose timestamp
+//     is the acquisition time;
+//   - node-redlock, src/index.ts _random(): randomBytes(16).toString("hex"),
+//     SET NX PX from its acquire script.
+func (d *detection) hex32(s string) {
+	d.setOwner([]byte(s))
+	if s[12] == '1' && strings.ContainsRune("89ab", rune(s[16])) {
+		d.setLayout("redis-py", Likely)
+		if t, ok := uuid1Time(s); ok {
+			d.holder().AcquiredAt = rfc3339ms(t)
+		}
+		return
+	}
+	d.setLayout("node-redlock", Likely)
+}
+
+// uuid1Time decodes the 60-bit timestamp of a version-1 UUID in hex (100 ns
+// intervals since 1582-10-15, RFC 9562 section 5.1).
+func uuid1Time(h string) (time.Time, bool) {
+	raw, err := hex.DecodeString(h)
+	if err != nil || len(raw) != 16 {
+		return time.Time{}, false
+	}
+	low := uint64(raw[0])<<24 | uint64(raw[1])<<16 | uint64(raw[2])<<8 | uint64(raw[3])
+	mid := uint64(raw[4])<<8 | uint64(raw[5])
+	hi := uint64(raw[6]&0x0f)<<8 | uint64(raw[7])
+	ticks := hi<<48 | mid<<32 | low
+	const gregorianToUnix = 122192928000000000
+	if ticks < gregorianToUnix {
+		return time.Time{}, false
+	}
+	u := ticks - gregorianToUnix
+	return time.Unix(int64(u/1e7), int64(u%1e7)*100), true
+}
+
+// laravel, src/Illuminate/Cache/RedisLock.php acquire(): SET <prefix><name>
+// <owner> EX <seconds> NX (SETNX without a TTL when seconds is 0), owner
+// Str::random() (16 alphanumerics, src/Illuminate/Cache/Lock.php).
+func (d *detection) laravel(b []byte) {
+	d.setOwner(b)
+	if strings.Contains(strings.ToLower(d.key), "laravel") {
+		d.setLayout("laravel", Likely)
+		return
+	}
+	d.setLayout("laravel", Guess)
+}
+
+// detectHash tells which library wrote a hash lock:
+//   - redisson, redisson/src/main/java/org/redisson/RedissonLock.java
+//     tryLockInnerAsync: HINCRBY <name> "<client UUID>:<threadId>" 1 and
+//     PEXPIRE (30 s watchdog, renewed every 10 s); the value is the hold count;
+//   - redisson-fenced, RedissonFencedLock.java: the same hash plus an INCR
+//     token counter "redisson_lock_token:{<name>}";
+//   - redisson-fair, RedissonFairLock.java: plus the wait queue list
+//     "redisson_lock_queue:{<name>}" and the timeout zset
+//     "redisson_lock_timeout:{<name>}";
+//   - redisson-rw, RedissonReadLock.java / RedissonWriteLock.java: field
+//     "mode" = read|write, holders "<uuid>:<threadId>" (":write" for the writer);
+//   - sidekiq-unique-jobs, lib/sidekiq_unique_jobs/lua/lock.lua: HSET
+//     "<digest>:LOCKED" <jid> <current_time>, PEXPIRE when the job has a TTL.
+func (d *detection) detectHash() {
+	fields := d.v.Fields
+	if strings.HasSuffix(d.key, ":LOCKED") && len(fields) > 0 {
+		d.sidekiq()
+		return
+	}
+	var mode string
+	var holders [][2]string
+	for _, f := range fields {
+		switch {
+		case f[0] == "mode":
+			mode = f[1]
+		case isRedissonField(f[0]):
+			if _, ok := parseInt(f[1]); !ok {
+				d.wrongHash()
+				return
+			}
+			holders = append(holders, f)
+		default:
+			d.wrongHash()
+			return
+		}
+	}
+	if len(holders) == 0 {
+		d.wrongHash()
+		return
+	}
+	d.setOwner([]byte(holders[0][0]))
+	h := d.holder()
+	h.ClientID, h.Thread, _ = strings.Cut(strings.TrimSuffix(holders[0][0], ":write"), ":")
+	n, _ := parseInt(holders[0][1])
+	d.lock.HoldCount = ptr(n)
+	switch {
+	case mode != "":
+		d.setLayout("redisson-rw", Certain)
+		h.Mode = mode
+	default:
+		d.setLayout("redisson", Certain)
+		if _, _, ok := d.peek(RoleFence); ok {
+			d.redissonFenced()
+		} else if _, _, ok := d.peek(RoleQueue); ok {
+			d.redissonFair()
+		} else if _, _, ok := d.peek(RoleTimeout); ok {
+			d.redissonFair()
+		}
+	}
+}
+
+func (d *detection) redissonFenced() {
+	d.setLayout("redisson-fenced", Certain)
+	key, cv, _ := d.companion(RoleFence)
+	f := &Fence{CounterKey: key}
+	if n, ok := parseInt(string(cv.Bytes)); ok {
+		f.Counter = ptr(n)
+	}
+	d.lock.Fence = f
+	d.fenced = true
+}
+
+func (d *detection) redissonFair() {
+	d.setLayout("redisson-fair", Certain)
+	_, q, _ := d.companion(RoleQueue)
+	d.companion(RoleTimeout)
+	d.lock.Waiters = append([]string{}, q.Items...)
+}
+
+func (d *detection) sidekiq() {
+	d.setLayout("sidekiq-unique-jobs", Certain)
+	jid, at := d.v.Fields[0][0], d.v.Fields[0][1]
+	d.setOwner([]byte(jid))
+	d.holder().JobID = jid
+	if f, err := strconv.ParseFloat(at, 64); err == nil && f > 0 && !math.IsInf(f, 0) && f < 1e11 {
+		sec, frac := math.Modf(f)
+		d.holder().AcquiredAt = rfc3339ms(time.Unix(int64(sec), int64(frac*1e9)))
+	}
+	d.companion(RoleDigest)
+}
+
+func (d *detection) wrongHash() {
+	d.lock.add(WRONGTYPE, SeverityError, "a hash whose fields no lock library writes")
+}
+
+const (
+	stdAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+)
+
+// isBase64Token reports whether s (22 characters) is 16 bytes in base64:
+// all in alphabet, the last one with its low 4 bits zero (A, Q, g or w).
+func isBase64Token(s, alphabet string) bool {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(alphabet, s[i]) < 0 {
+			return false
+		}
+	}
+	return strings.IndexByte("AQgw", s[len(s)-1]) >= 0
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isUUID reports the 8-4-4-4-12 hex form (either case).
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isLockctlValue reports "<fence digits>:<32 lowercase hex>".
+func isLockctlValue(s string) bool {
+	f, o, ok := strings.Cut(s, ":")
+	return ok && len(f) <= 19 && isDigits(f) && len(o) == 32 && isHex(o)
+}
+
+// isDistLockValue reports "<host>_<pid>_<32 lowercase hex>".
+func isDistLockValue(s string) bool {
+	if len(s) < 36 || s[len(s)-33] != '_' || !isHex(s[len(s)-32:]) {
+		return false
+	}
+	rest := s[:len(s)-33]
+	i := strings.LastIndexByte(rest, '_')
+	return i > 0 && isDigits(rest[i+1:])
+}
+
+// isRedissonField reports "<uuid>:<threadId>" with an optional ":write".
+func isRedissonField(f string) bool {
+	id, thread, ok := strings.Cut(strings.TrimSuffix(f, ":write"), ":")
+	return ok && isUUID(id) && isDigits(thread)
+}

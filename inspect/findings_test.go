@@ -1,0 +1,258 @@
+package inspect_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/lockcore"
+)
+
+func codes(l inspect.Lock) string {
+	var out []string
+	for _, f := range l.Findings {
+		out = append(out, f.Code+":"+string(f.Severity))
+	}
+	return strings.Join(out, ",")
+}
+
+// TestFindings triggers every finding code on a real Redis.
+func TestFindings(t *testing.T) {
+	c := client(t)
+	p := "t:" + t.Name() + ":"
+	lockctlValue := func(fence int64) string { return lockcore.FormatValue(fence, lockcore.NewOwnerToken()) }
+	cases := []struct {
+		name  string
+		setup func() string
+		opts  inspect.Options
+		want  string
+	}{
+		{"NO_TTL", func() string {
+			k := p + "nottl"
+			must(t, c.Set(ctx, k, lockctlValue(3), 0).Err())
+			must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 3, 0).Err())
+			return k
+		}, inspect.Options{}, "NO_TTL:error"},
+		{"CONSTANT_OWNER", func() string {
+			must(t, c.Set(ctx, p+"const", "locked", 20*time.Second).Err())
+			return p + "const"
+		}, inspect.Options{}, "CONSTANT_OWNER:error"},
+		{"NOT_A_LOCK", func() string {
+			must(t, c.Set(ctx, p+"data", `{"order":"order-demo-001","total":42}`, 0).Err())
+			return p + "data"
+		}, inspect.Options{}, "NO_TTL:error,NOT_A_LOCK:error"},
+		{"LEASE_OVER_CAP", func() string {
+			must(t, c.Set(ctx, "rs:"+p+"long", "q2hZ3k0FzA8sV1xY7bN4Ag==", 5*time.Minute).Err())
+			return "rs:" + p + "long"
+		}, inspect.Options{LeaseCap: time.Minute}, "LEASE_OVER_CAP:warning,NO_FENCE:warning"},
+		{"SUBSECOND_LEASE", func() string {
+			must(t, c.Set(ctx, "rs:"+p+"short", "q2hZ3k0FzA8sV1xY7bN4Ag==", 900*time.Millisecond).Err())
+			return "rs:" + p + "short"
+		}, inspect.Options{}, "SUBSECOND_LEASE:warning,NO_FENCE:warning"},
+		{"NO_FENCE", func() string {
+			k := p + "nofence"
+			must(t, c.Set(ctx, k, lockctlValue(9), 20*time.Second).Err())
+			return k
+		}, inspect.Options{}, "NO_FENCE:warning"},
+		{"FENCE_MISMATCH", func() string {
+			k := p + "mismatch"
+			must(t, c.Set(ctx, k, lockctlValue(34), 20*time.Second).Err())
+			must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 35, 0).Err())
+			return k
+		}, inspect.Options{}, "FENCE_MISMATCH:error"},
+		{"FENCE_MISMATCH_backwards", func() string {
+			k := p + "backwards"
+			must(t, c.Set(ctx, k, lockctlValue(34), 20*time.Second).Err())
+			must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 2, 0).Err())
+			return k
+		}, inspect.Options{}, "FENCE_MISMATCH:error"},
+		{"CROSS_SLOT_cluster", func() string {
+			must(t, c.Set(ctx, "lock:"+p+"resource", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+			return "lock:" + p + "resource"
+		}, inspect.Options{Cluster: true}, "NO_FENCE:warning,CROSS_SLOT:error"},
+		{"BINARY_VALUE", func() string {
+			must(t, c.Set(ctx, "lock:"+p+"bin", string([]byte{0xff, 0xfe, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x80}), 20*time.Second).Err())
+			return "lock:" + p + "bin"
+		}, inspect.Options{}, "BINARY_VALUE:info,NO_FENCE:warning,CROSS_SLOT:warning"},
+		{"WRONG_TYPE", func() string {
+			must(t, c.RPush(ctx, p+"list", "a", "b").Err())
+			return p + "list"
+		}, inspect.Options{}, "WRONG_TYPE:error,NO_TTL:error"},
+		{"WRONG_TYPE_hash", func() string {
+			must(t, c.HSet(ctx, p+"hash", "name", "alice").Err())
+			must(t, c.Expire(ctx, p+"hash", time.Minute).Err())
+			return p + "hash"
+		}, inspect.Options{}, "WRONG_TYPE:error"},
+		{"ABSENT", func() string { return p + "absent" }, inspect.Options{}, "ABSENT:info"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := readOne(t, c, tc.setup(), tc.opts)
+			if got := codes(l); got != tc.want {
+				t.Errorf("findings = %s, want %s\n%+v", got, tc.want, l.Findings)
+			}
+			for _, f := range l.Findings {
+				if f.Message == "" || f.Reason == "" {
+					t.Errorf("finding %s lacks a message or reason", f.Code)
+				}
+			}
+		})
+	}
+}
+
+// Case 1 (shared/cases.md): SETNX then EXPIRE, crash in between.
+func TestCase1SetnxWithoutExpire(t *testing.T) {
+	c := client(t)
+	k := "horizon:lock:x:" + t.Name()
+	must(t, c.SetNX(ctx, k, "1", 0).Err())
+	l := readOne(t, c, k, inspect.Options{})
+	if l.PTTLMS != -1 || findingSeverity(l, inspect.NO_TTL) != inspect.SeverityError || !hasFinding(l, inspect.CONSTANT_OWNER) {
+		t.Errorf("pttl %d findings %s, want NO_TTL (error) and CONSTANT_OWNER", l.PTTLMS, codes(l))
+	}
+}
+
+// Case 4: extend adds instead of sets: after renewal n PTTL is 10000+2000n.
+func TestCase4ExtendAdds(t *testing.T) {
+	c := client(t)
+	k := "lock:" + t.Name()
+	must(t, c.Set(ctx, k, lockcore.FormatValue(1, lockcore.NewOwnerToken()), 10*time.Second).Err())
+	must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 1, 0).Err())
+	for n := int64(1); n <= 450; n++ { // every 8 s the holder adds 10 s to the 2 s left
+		must(t, c.PExpire(ctx, k, time.Duration(10000+2000*n)*time.Millisecond).Err())
+	}
+	l := readOne(t, c, k, inspect.Options{LeaseCap: time.Minute})
+	if l.PTTLMS < 900000 || !hasFinding(l, inspect.LEASE_OVER_CAP) {
+		t.Errorf("pttl %d findings %s, want ~910000 and LEASE_OVER_CAP", l.PTTLMS, codes(l))
+	}
+}
+
+// Case 5: Redisson renewal that outlives its holder (inspect part; the
+// watch part is in watch_test.go).
+func TestCase5Redisson(t *testing.T) {
+	c := client(t)
+	k := "concurrent-test2:" + t.Name()
+	must(t, c.HIncrBy(ctx, k, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
+	must(t, c.PExpire(ctx, k, 30*time.Second).Err())
+	l := readOne(t, c, k, inspect.Options{})
+	if l.Layout.Name != "redisson" || *l.HoldCount != 1 || l.Holder.ClientID != "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3" || l.Holder.Thread != "1" {
+		t.Errorf("layout %v hold %v holder %+v", l.Layout, l.HoldCount, l.Holder)
+	}
+}
+
+// Case 8: token compared as text vs bytes: raw bytes decide.
+func TestCase8TokenBytes(t *testing.T) {
+	c := client(t)
+	k := "lock:x:" + t.Name()
+	token := lockcore.NewOwnerToken()
+	must(t, c.Set(ctx, k, token, 30*time.Second).Err())
+	asText := readOne(t, c, k, inspect.Options{ExpectOwner: []byte(token)})
+	if asText.OwnerCheck != "OWNED" || asText.Owner != token || asText.OwnerHex != hex.EncodeToString([]byte(token)) {
+		t.Errorf("text token: %s owner %q hex %q", asText.OwnerCheck, asText.Owner, asText.OwnerHex)
+	}
+	decoded, _ := hex.DecodeString(token)
+	asBytes := readOne(t, c, k, inspect.Options{ExpectOwner: decoded})
+	if asBytes.OwnerCheck != "NOT_OWNED" {
+		t.Errorf("the 16 decoded bytes are not the stored 32 characters: got %s", asBytes.OwnerCheck)
+	}
+	if hasFinding(asText, inspect.BINARY_VALUE) {
+		t.Error("32 hex characters are text")
+	}
+}
+
+// Case 9: cluster hash slots, CRC16 and the first-{ rule.
+func TestCase9CrossSlot(t *testing.T) {
+	slots := map[string]int{
+		"lock:resource": 3196, "lock-signal:resource": 835, "lock:{resource}": 10348, "lock-signal:{resource}": 10348,
+		"{lock}resource": 8718, "{lock-signal}resource": 11570, "{Test}:mam8CQJFrTYBEXbcsVKVNA:key": 11336,
+		"redisson_rwlock__{{Test}:mam8CQJFrTYBEXbcsVKVNA:key}": 7473,
+		"lock:OrderId:order-demo-001":                          823, "lock:OrderId:order-demo-001:fence": 8074,
+	}
+	for k, want := range slots {
+		if got := lockcore.Slot(k); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
+		}
+	}
+	c := client(t)
+	// python-redis-lock's lock and signal keys without a hash tag.
+	must(t, c.Set(ctx, "lock:resource", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+	l := readOne(t, c, "lock:resource", inspect.Options{})
+	if !hasFinding(l, inspect.CROSS_SLOT) || !strings.Contains(l.Findings[len(l.Findings)-1].Message, "slot 3196") {
+		t.Errorf("lock:resource: %s %v", codes(l), l.Findings)
+	}
+	must(t, c.Set(ctx, "lock:{resource}", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+	if l := readOne(t, c, "lock:{resource}", inspect.Options{}); hasFinding(l, inspect.CROSS_SLOT) {
+		t.Errorf("lock:{resource} shares slot 10348 with its signal: %s", codes(l))
+	}
+	// A lockctl fence template that leaves the fence on another slot.
+	ks, err := lockcore.NewKeySpec("OrderId", "", "{key}:fence", false)
+	must(t, err)
+	keys := ks.Keys("order-demo-001")
+	must(t, c.Set(ctx, keys.Lock, lockcore.FormatValue(5, lockcore.NewOwnerToken()), 20*time.Second).Err())
+	must(t, c.Set(ctx, keys.Fence, 5, 0).Err())
+	l = readOne(t, c, keys.Lock, inspect.Options{FenceKey: func(string) string { return keys.Fence }})
+	if codes(l) != "CROSS_SLOT:warning" || !strings.Contains(l.Findings[0].Message, "slot 823") || !strings.Contains(l.Findings[0].Message, "slot 8074") {
+		t.Errorf("lockctl with {key}:fence: %v", l.Findings)
+	}
+}
+
+// Case 10: milliseconds given as seconds: a 120 ms lease.
+func TestCase10SubsecondLease(t *testing.T) {
+	c := client(t)
+	k := "cron:" + t.Name()
+	must(t, c.Set(ctx, k, lockcore.NewOwnerToken(), 120*time.Millisecond).Err())
+	l := readOne(t, c, k, inspect.Options{})
+	if !hasFinding(l, inspect.SUBSECOND_LEASE) {
+		t.Errorf("findings %s, want SUBSECOND_LEASE", codes(l))
+	}
+}
+
+// Case 11: data written into the lock key.
+func TestCase11DataInLockKey(t *testing.T) {
+	c := client(t)
+	k := "resource:" + t.Name()
+	must(t, c.Set(ctx, k, "testNewValue", 0).Err())
+	l := readOne(t, c, k, inspect.Options{ExpectOwner: []byte("HOST-01")})
+	if codes(l) != "NO_TTL:error,NOT_A_LOCK:error" || l.OwnerCheck != "NOT_OWNED" {
+		t.Errorf("findings %s owner check %s, want NOT_A_LOCK + NO_TTL, NOT_OWNED", codes(l), l.OwnerCheck)
+	}
+}
+
+// A 10 MB value is read in part, flagged, and does not panic.
+func TestHugeValueTruncated(t *testing.T) {
+	c := client(t)
+	k := "t:" + t.Name()
+	must(t, c.Set(ctx, k, bytes.Repeat([]byte("x"), 10<<20), time.Minute).Err())
+	l := readOne(t, c, k, inspect.Options{})
+	if !l.Truncated || l.ValueBytes != 10<<20 || len(l.Owner) > 256 {
+		t.Errorf("truncated %v size %d owner %d bytes", l.Truncated, l.ValueBytes, len(l.Owner))
+	}
+}
+
+// Non-UTF-8 values are shown as hex with BINARY_VALUE.
+func TestNonUTF8(t *testing.T) {
+	c := client(t)
+	k := "t:" + t.Name()
+	must(t, c.Set(ctx, k, "\xc3\x28\xa0\xa1", time.Minute).Err())
+	l := readOne(t, c, k, inspect.Options{})
+	if l.Owner != "" || l.OwnerHex != "c328a0a1" || !hasFinding(l, inspect.BINARY_VALUE) {
+		t.Errorf("owner %q hex %q findings %s", l.Owner, l.OwnerHex, codes(l))
+	}
+}
+
+// Companion keys met by a scan are named, not reported as broken locks.
+func TestCompanionKeys(t *testing.T) {
+	c := client(t)
+	fence := "{lock:" + t.Name() + "}:fence"
+	must(t, c.Set(ctx, fence, 12, 0).Err())
+	l := readOne(t, c, fence, inspect.Options{})
+	if l.Role != inspect.RoleFence || l.Layout.Name != "lockctl" || len(l.Findings) != 0 {
+		t.Errorf("fence counter: role %q layout %v findings %s", l.Role, l.Layout, codes(l))
+	}
+	must(t, c.RPush(ctx, "lock-signal:"+t.Name(), 1).Err())
+	if l := readOne(t, c, "lock-signal:"+t.Name(), inspect.Options{}); l.Role != inspect.RoleSignal || len(l.Findings) != 0 {
+		t.Errorf("signal list: role %q findings %s", l.Role, codes(l))
+	}
+}

@@ -1,0 +1,335 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Read limits: values past them are read in part and flagged Truncated.
+const (
+	// DefaultMaxValueBytes bounds a string value read (GETRANGE 0 n-1).
+	DefaultMaxValueBytes = 64 << 10
+	// DefaultMaxItems bounds hash fields and list/set/zset members read.
+	DefaultMaxItems = 128
+	// companionBytes bounds a companion key's string value (a counter, a timestamp).
+	companionBytes = 256
+)
+
+// Reader reads lock keys with read-only commands in pipelined round trips:
+// round 1 per key TYPE, PTTL, PEXPIRETIME (where the server has it), OBJECT
+// IDLETIME and GETRANGE 0 MaxValueBytes-1 (a string value is never read
+// past the bound); round 2 STRLEN of the strings that filled the bound, the
+// sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
+// SCARD + SSCAN, ZCARD + ZRANGE) and the detected layouts' companion keys.
+// It never sends a write command. Safe for concurrent use.
+type Reader struct {
+	Options       Options
+	MaxValueBytes int64
+	MaxItems      int64
+	// Now is the clock used for expires_at when PEXPIRETIME is missing (nil: time.Now).
+	Now func() time.Time
+	// Light skips PEXPIRETIME and OBJECT IDLETIME (scans: expires_at then
+	// comes from the local clock + PTTL) and sends TYPE only for keys whose
+	// GETRANGE says WRONGTYPE (a string or a missing key needs no TYPE).
+	Light bool
+
+	noPExpireTime atomic.Bool
+}
+
+func (r *Reader) maxBytes() int64 {
+	if r.MaxValueBytes > 0 {
+		return r.MaxValueBytes
+	}
+	return DefaultMaxValueBytes
+}
+
+func (r *Reader) maxItems() int64 {
+	if r.MaxItems > 0 {
+		return r.MaxItems
+	}
+	return DefaultMaxItems
+}
+
+func (r *Reader) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Read inspects keys on c in two pipelined round trips and returns one Lock
+// per key, in order. It returns the client's error when the connection
+// fails; a server error on one command (WRONGTYPE, unknown command, NOPERM
+// on OBJECT) only leaves that part of the Lock empty.
+func (r *Reader) Read(ctx context.Context, c redis.Cmdable, keys []string) ([]Lock, error) {
+	vals, comp, err := r.ReadValues(ctx, c, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Lock, len(keys))
+	for i, k := range keys {
+		out[i] = Analyze(k, vals[i], comp, r.Options)
+	}
+	return out, nil
+}
+
+type mainCmds struct {
+	typ, pttl, pexp, idle, getrange *redis.Cmd
+}
+
+// ReadValues is Read without the analysis: the Values at keys and at their
+// companion keys.
+func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string) ([]Value, map[string]Value, error) {
+	if len(keys) == 0 {
+		return nil, map[string]Value{}, nil
+	}
+	now := r.now()
+	usePexp := !r.noPExpireTime.Load() && !r.Light
+	pipe := c.Pipeline()
+	cmds := make([]mainCmds, len(keys))
+	max := r.maxBytes()
+	for i, k := range keys {
+		m := &cmds[i]
+		if !r.Light {
+			m.typ = pipe.Do(ctx, "type", k)
+		}
+		m.pttl = pipe.Do(ctx, "pttl", k)
+		if usePexp {
+			m.pexp = pipe.Do(ctx, "pexpiretime", k)
+		}
+		if !r.Light {
+			m.idle = pipe.Do(ctx, "object", "idletime", k)
+		}
+		m.getrange = pipe.Do(ctx, "getrange", k, 0, max-1)
+	}
+	if err := execPipe(ctx, pipe); err != nil {
+		return nil, nil, err
+	}
+	vals := make([]Value, len(keys))
+	var untyped []int
+	for i := range keys {
+		m := cmds[i]
+		v := Value{}
+		v.PTTL, _ = m.pttl.Int64()
+		if m.typ != nil {
+			v.Type, _ = m.typ.Text()
+		} else {
+			// Light: GETRANGE answers for TYPE on strings and missing keys.
+			switch err := m.getrange.Err(); {
+			case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
+				untyped = append(untyped, i)
+			case v.PTTL == -2:
+				v.Type = "none"
+			default:
+				v.Type = "string"
+			}
+		}
+		if v.Type == "none" {
+			v.PTTL = -2
+		}
+		if m.pexp != nil {
+			if err := m.pexp.Err(); err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+				r.noPExpireTime.Store(true)
+			} else if n, err := m.pexp.Int64(); err == nil && n > 0 {
+				v.ExpireAtMS = n
+			}
+		}
+		if v.ExpireAtMS == 0 && v.PTTL >= 0 {
+			v.ExpireAtMS = now.UnixMilli() + v.PTTL
+		}
+		if m.idle != nil {
+			if n, err := m.idle.Int64(); err == nil {
+				v.Idle = ptr(n)
+			}
+		}
+		if v.Type == "string" {
+			s, _ := m.getrange.Text()
+			v.Bytes = []byte(s)
+			v.Size = int64(len(v.Bytes))
+		}
+		vals[i] = v
+	}
+	if len(untyped) > 0 {
+		tp := c.Pipeline()
+		typs := make([]*redis.Cmd, len(untyped))
+		for j, i := range untyped {
+			typs[j] = tp.Do(ctx, "type", keys[i])
+		}
+		if err := execPipe(ctx, tp); err != nil {
+			return nil, nil, err
+		}
+		for j, i := range untyped {
+			vals[i].Type, _ = typs[j].Text()
+		}
+	}
+	comp, err := r.readRound2(ctx, c, keys, vals)
+	return vals, comp, err
+}
+
+type itemCmds struct{ size, items *redis.Cmd }
+
+type compCmds struct{ typ, pttl, get, lrange *redis.Cmd }
+
+// readRound2 reads the bounded values of non-string keys and the companion
+// keys in one pipeline.
+func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string, vals []Value) (map[string]Value, error) {
+	pipe := c.Pipeline()
+	n := r.maxItems()
+	items := make([]*itemCmds, len(keys))
+	comps := map[string]*compCmds{}
+	var compOrder []string
+	queued := 0
+	for i, k := range keys {
+		v := vals[i]
+		var ic *itemCmds
+		switch v.Type {
+		case "string":
+			if int64(len(v.Bytes)) >= r.maxBytes() {
+				ic = &itemCmds{size: pipe.Do(ctx, "strlen", k)}
+			}
+		case "hash":
+			ic = &itemCmds{pipe.Do(ctx, "hlen", k), pipe.Do(ctx, "hscan", k, 0, "count", n)}
+		case "list":
+			ic = &itemCmds{pipe.Do(ctx, "llen", k), pipe.Do(ctx, "lrange", k, 0, n-1)}
+		case "set":
+			ic = &itemCmds{pipe.Do(ctx, "scard", k), pipe.Do(ctx, "sscan", k, 0, "count", n)}
+		case "zset":
+			ic = &itemCmds{pipe.Do(ctx, "zcard", k), pipe.Do(ctx, "zrange", k, 0, n-1, "withscores")}
+		}
+		if ic != nil {
+			items[i] = ic
+			queued++
+		}
+		for _, c := range companions(k, v, r.Options) {
+			ck := c.Key
+			if _, ok := comps[ck]; ok {
+				continue
+			}
+			cc := &compCmds{typ: pipe.Do(ctx, "type", ck), pttl: pipe.Do(ctx, "pttl", ck)}
+			switch c.Role {
+			case RoleQueue:
+				cc.lrange = pipe.Do(ctx, "lrange", ck, 0, n-1)
+			case RoleFence, RoleOwner, RoleExpire, RoleDigest:
+				cc.get = pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
+			}
+			comps[ck] = cc
+			compOrder = append(compOrder, ck)
+			queued += 3
+		}
+	}
+	out := map[string]Value{}
+	if queued == 0 {
+		return out, nil
+	}
+	if err := execPipe(ctx, pipe); err != nil {
+		return nil, err
+	}
+	for i, ic := range items {
+		if ic == nil {
+			continue
+		}
+		v := &vals[i]
+		v.Size, _ = ic.size.Int64()
+		switch v.Type {
+		case "string":
+			v.Truncated = v.Size > int64(len(v.Bytes))
+		case "hash":
+			v.Fields = pairs(scanItems(ic.items), n)
+			v.Truncated = v.Size > int64(len(v.Fields))
+		case "set":
+			v.Items = capItems(scanItems(ic.items), n)
+			v.Truncated = v.Size > int64(len(v.Items))
+		default:
+			v.Items, _ = ic.items.StringSlice()
+			count := int64(len(v.Items))
+			if v.Type == "zset" {
+				count /= 2
+			}
+			v.Truncated = v.Size > count
+		}
+	}
+	for _, ck := range compOrder {
+		cc := comps[ck]
+		v := Value{}
+		v.Type, _ = cc.typ.Text()
+		v.PTTL, _ = cc.pttl.Int64()
+		if v.Type == "none" {
+			v.PTTL = -2
+		}
+		if cc.get != nil {
+			if s, err := cc.get.Text(); err == nil {
+				v.Bytes = []byte(s)
+			}
+		}
+		if cc.lrange != nil {
+			if l, err := cc.lrange.StringSlice(); err == nil {
+				v.Items = l
+			}
+		}
+		out[ck] = v
+	}
+	return out, nil
+}
+
+// scanItems returns the elements of an HSCAN/SSCAN reply [cursor, [items...]].
+func scanItems(c *redis.Cmd) []string {
+	res, err := c.Slice()
+	if err != nil || len(res) != 2 {
+		return nil
+	}
+	raw, _ := res[1].([]any)
+	out := make([]string, 0, len(raw))
+	for _, x := range raw {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+func pairs(flat []string, n int64) [][2]string {
+	out := make([][2]string, 0, len(flat)/2)
+	for i := 0; i+1 < len(flat) && int64(len(out)) < n; i += 2 {
+		out = append(out, [2]string{flat[i], flat[i+1]})
+	}
+	return out
+}
+
+func capItems(items []string, n int64) []string {
+	if int64(len(items)) > n {
+		return items[:n]
+	}
+	return items
+}
+
+// execPipe runs a pipeline and returns only transport errors: a server's
+// error reply to one command (WRONGTYPE, unknown command) stays on that command.
+func execPipe(ctx context.Context, pipe redis.Pipeliner) error {
+	cmds, err := pipe.Exec(ctx)
+	if err == nil {
+		return nil
+	}
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) && !isReplyError(e) {
+			return e
+		}
+	}
+	return nil
+}
+
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !isTransport(err)
+}
+
+// isTransport tells connection-level failures that go-redis also reports
+// through its Error interface (auth and permission refusals included: a
+// NOPERM on one command is a reply error, on AUTH it is not).
+func isTransport(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "LOADING")
+}

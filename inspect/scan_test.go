@@ -1,0 +1,108 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/lockcore"
+)
+
+func TestScan(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client(t)
+	pipe := c.Pipeline()
+	for i := range 2000 {
+		pipe.Set(ctx, fmt.Sprintf("data:%d", i), "x", 0)
+	}
+	for i := range 300 {
+		pipe.Set(ctx, fmt.Sprintf("lock:%04d", i), lockcore.FormatValue(1, lockcore.NewOwnerToken()), time.Duration(10+i)*time.Second)
+	}
+	pipe.Set(ctx, "lock:forever", "1", 0)
+	_, err := pipe.Exec(ctx)
+	must(t, err)
+
+	r := &inspect.Reader{}
+	var locks []inspect.Lock
+	var walked int64
+	err = r.Scan(ctx, c, inspect.ScanOptions{Pattern: "lock:*", Count: 100, Progress: func(n int64) { walked = n }}, func(l inspect.Lock) error {
+		locks = append(locks, l)
+		return nil
+	})
+	must(t, err)
+	if len(locks) != 301 || walked == 0 {
+		t.Fatalf("scanned %d locks (walked %d), want 301", len(locks), walked)
+	}
+	inspect.SortByTTL(locks)
+	if locks[0].Key != "lock:0000" || locks[299].Key != "lock:0299" || locks[300].Key != "lock:forever" {
+		t.Errorf("order: %s %s %s", locks[0].Key, locks[299].Key, locks[300].Key)
+	}
+	rep := inspect.NewReport(locks)
+	if rep.Summary.ByLayout["lockctl"] != 300 || rep.Summary.ByFinding["NO_FENCE"] != 300 || rep.Summary.ByFinding["NO_TTL"] != 1 {
+		t.Errorf("summary %+v", rep.Summary)
+	}
+
+	var n int
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "lock:*", Count: 50, Limit: 7}, func(inspect.Lock) error { n++; return nil }))
+	if n != 7 {
+		t.Errorf("limit 7 gave %d", n)
+	}
+
+	// A cancelled scan (Ctrl-C) stops with what it read and says so.
+	cctx, cancel := context.WithCancel(ctx)
+	n = 0
+	err = r.Scan(cctx, c, inspect.ScanOptions{Pattern: "*", Count: 10}, func(inspect.Lock) error {
+		n++
+		if n == 5 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n < 5 || n >= 2301 {
+		t.Errorf("cancelled scan: err %v after %d locks", err, n)
+	}
+}
+
+func TestGlobEscape(t *testing.T) {
+	c := client(t)
+	weird := "t:" + t.Name() + ":a*b?c[d]e\\f"
+	must(t, c.Set(ctx, weird, "v", time.Minute).Err())
+	must(t, c.Set(ctx, "t:"+t.Name()+":aXbYc[d]e\\f", "v", time.Minute).Err())
+	var got []string
+	r := &inspect.Reader{}
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape("a*b?c[d]e\\f") + "*"}, func(l inspect.Lock) error {
+		got = append(got, l.Key)
+		return nil
+	}))
+	if len(got) != 1 || got[0] != weird {
+		t.Errorf("literal match found %q", got)
+	}
+}
+
+// TestLightRead: a scan's reads infer TYPE from GETRANGE and still tell
+// strings, hashes, lists and missing keys apart.
+func TestLightRead(t *testing.T) {
+	c := client(t)
+	p := "t:" + t.Name() + ":"
+	must(t, c.Set(ctx, p+"s", lockcore.FormatValue(1, lockcore.NewOwnerToken()), time.Minute).Err())
+	must(t, c.Set(ctx, p+"empty", "", time.Minute).Err())
+	must(t, c.HIncrBy(ctx, p+"h", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
+	must(t, c.RPush(ctx, p+"l", "x").Err())
+	keys := []string{p + "s", p + "empty", p + "h", p + "l", p + "missing"}
+	for _, light := range []bool{false, true} {
+		locks, err := (&inspect.Reader{Light: light}).Read(ctx, c, keys)
+		must(t, err)
+		var got []string
+		for _, l := range locks {
+			got = append(got, l.Type+"/"+l.Layout.Name)
+		}
+		if want := "string/lockctl string/unknown hash/redisson list/unknown none/unknown"; strings.Join(got, " ") != want {
+			t.Errorf("light %v: %s, want %s", light, strings.Join(got, " "), want)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+)
+
+// Event kinds of `lockctl watch` (README.md, "watch").
+const (
+	// EventHeld and EventFree describe the first sample of a key.
+	EventHeld = "HELD"
+	EventFree = "FREE"
+	// EventAcquired: the key appeared (a new owner).
+	EventAcquired = "ACQUIRED"
+	// EventRenewed: the TTL went up, same owner.
+	EventRenewed = "RENEWED"
+	// EventReleased: the key went away well before its TTL.
+	EventReleased = "RELEASED"
+	// EventExpired: the key went away at its TTL.
+	EventExpired = "EXPIRED"
+	// EventTakeover: the owner changed with no gap seen.
+	EventTakeover = "TAKEOVER"
+	// EventTTLJump: the TTL fell faster than time passed.
+	EventTTLJump = "TTL_JUMP"
+	// EventFenceBackwards: the fencing counter (or token) decreased.
+	EventFenceBackwards = "FENCE_BACKWARDS"
+	// EventRenewedPastBound: the same owner renewed past the renewal bound.
+	EventRenewedPastBound = "RENEWED_PAST_BOUND"
+)
+
+// Sample is one observation of a key by watch.
+type Sample struct {
+	// At is the local time the read was sent.
+	At  time.Time
+	Key string
+	// Exists says the key was there.
+	Exists bool
+	// Owner is the owner token's raw bytes as a string (compared byte for byte).
+	Owner string
+	// PTTLMS is the remaining TTL in ms (-1 none, -2 absent).
+	PTTLMS int64
+	// Fence is the fencing counter, else the holder's token, when the layout has one.
+	Fence *int64
+}
+
+// SampleOf turns an inspected Lock into a Sample taken at at.
+func SampleOf(l Lock, at time.Time) Sample {
+	s := Sample{At: at, Key: l.Key, Exists: l.Exists, PTTLMS: l.PTTLMS}
+	if b, err := hex.DecodeString(l.OwnerHex); err == nil {
+		s.Owner = string(b)
+	}
+	if l.Fence != nil {
+		if l.Fence.Counter != nil {
+			s.Fence = l.Fence.Counter
+		} else {
+			s.Fence = l.Fence.Value
+		}
+	}
+	return s
+}
+
+// Event is one line of `lockctl watch -o jsonl`.
+type Event struct {
+	At    string `json:"at"`
+	Key   string `json:"key"`
+	Event string `json:"event"`
+	// Owner is the owner token (printable, else hex).
+	Owner         string `json:"owner,omitempty"`
+	PreviousOwner string `json:"previous_owner,omitempty"`
+	PTTLMS        int64  `json:"pttl_ms"`
+	// PreviousPTTLMS and ElapsedMS compare with the sample before.
+	PreviousPTTLMS *int64 `json:"previous_pttl_ms,omitempty"`
+	ElapsedMS      int64  `json:"elapsed_ms"`
+	Fence          *int64 `json:"fence,omitempty"`
+	// HeldMS is how long this owner has been seen holding the key.
+	HeldMS  int64  `json:"held_ms,omitempty"`
+	Message string `json:"message"`
+}
+
+// WatchOptions tune event derivation.
+type WatchOptions struct {
+	// RenewBound is the renewal bound (policy.renew_bound); 0 disables
+	// RENEWED_PAST_BOUND.
+	RenewBound time.Duration
+	// Tolerance absorbs sampling jitter when comparing TTL with elapsed time
+	// (0: 50ms).
+	Tolerance time.Duration
+}
+
+// Differ derives events from successive samples of one key. It holds only
+// the previous sample and the current owner's first sighting; Next is
+// deterministic (no clock, no I/O).
+type Differ struct {
+	opts       WatchOptions
+	prev       *Sample
+	lastFence  *int64
+	ownerSince time.Time
+	pastBound  bool
+}
+
+// NewDiffer returns a Differ with opts.
+func NewDiffer(opts WatchOptions) *Differ {
+	if opts.Tolerance <= 0 {
+		opts.Tolerance = 50 * time.Millisecond
+	}
+	return &Differ{opts: opts}
+}
+
+// Derive runs a fresh Differ over samples of one key and returns all events.
+func Derive(samples []Sample, opts WatchOptions) []Event {
+	d := NewDiffer(opts)
+	var out []Event
+	for _, s := range samples {
+		out = append(out, d.Next(s)...)
+	}
+	return out
+}
+
+// Next returns the events between the previous sample and cur.
+func (d *Differ) Next(cur Sample) []Event {
+	prev := d.prev
+	d.prev = &cur
+	if prev == nil {
+		d.lastFence = cur.Fence
+		if !cur.Exists {
+			return []Event{d.event(EventFree, cur, nil, "no holder")}
+		}
+		d.newOwner(cur)
+		return []Event{d.event(EventHeld, cur, nil, "held by %s, %s left", show(cur.Owner), ttl(cur.PTTLMS))}
+	}
+	var out []Event
+	if d.lastFence != nil && cur.Fence != nil && *cur.Fence < *d.lastFence {
+		out = append(out, d.event(EventFenceBackwards, cur, prev, "fence went from %d to %d: tokens will be reissued", *d.lastFence, *cur.Fence))
+	}
+	if cur.Fence != nil {
+		d.lastFence = cur.Fence
+	}
+	elapsed := cur.At.Sub(prev.At)
+	tol := d.opts.Tolerance
+	expected := time.Duration(prev.PTTLMS)*time.Millisecond - elapsed
+	switch {
+	case !prev.Exists && !cur.Exists:
+	case !prev.Exists:
+		d.newOwner(cur)
+		out = append(out, d.event(EventAcquired, cur, prev, "acquired by %s for %s", show(cur.Owner), ttl(cur.PTTLMS)))
+	case !cur.Exists:
+		if prev.PTTLMS >= 0 && expected <= tol {
+			out = append(out, d.event(EventExpired, cur, prev, "%s's lease ran out", show(prev.Owner)))
+		} else {
+			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", show(prev.Owner), ttl(max(0, expected.Milliseconds()))))
+		}
+	case prev.Owner != cur.Owner:
+		d.newOwner(cur)
+		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", show(cur.Owner), show(prev.Owner)))
+	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond > expected+tol:
+		out = append(out, d.event(EventRenewed, cur, prev, "renewed to %s", ttl(cur.PTTLMS)))
+		if b := d.opts.RenewBound; b > 0 && !d.pastBound && cur.At.Sub(d.ownerSince) > b {
+			d.pastBound = true
+			out = append(out, d.event(EventRenewedPastBound, cur, prev, "%s still renews after %s, past the %s renewal bound",
+				show(cur.Owner), lockcore.FormatDuration(cur.At.Sub(d.ownerSince).Round(time.Millisecond)), lockcore.FormatDuration(b)))
+		}
+	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond < expected-tol:
+		out = append(out, d.event(EventTTLJump, cur, prev, "TTL fell %dms in %dms", prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
+	}
+	return out
+}
+
+func (d *Differ) newOwner(s Sample) {
+	d.ownerSince, d.pastBound = s.At, false
+}
+
+func (d *Differ) event(kind string, cur Sample, prev *Sample, format string, args ...any) Event {
+	e := Event{At: rfc3339ms(cur.At), Key: cur.Key, Event: kind, PTTLMS: cur.PTTLMS, Fence: cur.Fence, Message: fmt.Sprintf(format, args...)}
+	if cur.Exists {
+		e.Owner = show(cur.Owner)
+		e.HeldMS = cur.At.Sub(d.ownerSince).Milliseconds()
+	}
+	if prev != nil {
+		e.PreviousPTTLMS = ptr(prev.PTTLMS)
+		e.ElapsedMS = cur.At.Sub(prev.At).Milliseconds()
+		if prev.Exists && prev.Owner != cur.Owner {
+			e.PreviousOwner = show(prev.Owner)
+		}
+	}
+	return e
+}
+
+func show(owner string) string {
+	if printable([]byte(owner)) {
+		return owner
+	}
+	return "hex:" + fmt.Sprintf("%x", owner)
+}
+
+func ttl(ms int64) string {
+	if ms < 0 {
+		return "no TTL"
+	}
+	return lockcore.FormatDuration(time.Duration(ms) * time.Millisecond)
+}

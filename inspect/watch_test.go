@@ -1,0 +1,116 @@
+package inspect_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func at(ms int64) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func held(ms int64, owner string, pttl int64) inspect.Sample {
+	return inspect.Sample{At: at(ms), Key: "k", Exists: true, Owner: owner, PTTLMS: pttl}
+}
+
+func gone(ms int64) inspect.Sample { return inspect.Sample{At: at(ms), Key: "k", PTTLMS: -2} }
+
+func fenced(s inspect.Sample, f int64) inspect.Sample { s.Fence = &f; return s }
+
+func kinds(evs []inspect.Event) string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Event
+	}
+	return strings.Join(out, " ")
+}
+
+// TestDerive feeds synthetic sample sequences to the pure differ.
+func TestDerive(t *testing.T) {
+	cases := []struct {
+		name    string
+		samples []inspect.Sample
+		opts    inspect.WatchOptions
+		want    string
+	}{
+		{"free then acquired", []inspect.Sample{gone(0), gone(100), held(200, "A", 30000)}, inspect.WatchOptions{}, "FREE ACQUIRED"},
+		{"held, ticking down", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29900), held(200, "A", 29800)}, inspect.WatchOptions{}, "HELD"},
+		{"renewed", []inspect.Sample{held(0, "A", 30000), held(5000, "A", 25000), held(5100, "A", 30000)}, inspect.WatchOptions{}, "HELD RENEWED"},
+		{"released early", []inspect.Sample{held(0, "A", 30000), gone(100)}, inspect.WatchOptions{}, "HELD RELEASED"},
+		{"expired at its TTL", []inspect.Sample{held(0, "A", 150), held(100, "A", 50), gone(200)}, inspect.WatchOptions{}, "HELD EXPIRED"},
+		{"no-TTL key deleted", []inspect.Sample{held(0, "A", -1), gone(100)}, inspect.WatchOptions{}, "HELD RELEASED"},
+		{"takeover with no gap", []inspect.Sample{held(0, "A", 30000), held(100, "B", 30000)}, inspect.WatchOptions{}, "HELD TAKEOVER"},
+		{"ttl jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 10000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		{"jitter is not a jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29870)}, inspect.WatchOptions{}, "HELD"},
+		{"fence backwards", []inspect.Sample{fenced(held(0, "A", 30000), 18), gone(100), fenced(held(200, "B", 30000), 17)}, inspect.WatchOptions{}, "HELD RELEASED FENCE_BACKWARDS ACQUIRED"},
+		// shared/cases.md 5: a Redisson watchdog renews 30000 → 25000 → 28000
+		// after the owning thread ended; past the bound it is flagged once.
+		{"case 5 renewed past bound", []inspect.Sample{
+			held(0, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 30000),
+			held(5000, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 25000),
+			held(7000, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 28000),
+			held(17000, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 30000),
+			held(27000, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 30000),
+		}, inspect.WatchOptions{RenewBound: 15 * time.Second}, "HELD RENEWED RENEWED RENEWED_PAST_BOUND RENEWED"},
+		{"new owner resets the bound", []inspect.Sample{
+			held(0, "A", 30000), held(20000, "A", 30000), gone(20100), held(20200, "B", 30000), held(21000, "B", 30000),
+		}, inspect.WatchOptions{RenewBound: 15 * time.Second}, "HELD RENEWED RENEWED_PAST_BOUND RELEASED ACQUIRED RENEWED"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := inspect.Derive(tc.samples, tc.opts)
+			if got := kinds(evs); got != tc.want {
+				t.Errorf("events = %q, want %q", got, tc.want)
+			}
+			for _, e := range evs {
+				if e.Message == "" || e.Key != "k" || e.At == "" {
+					t.Errorf("incomplete event %+v", e)
+				}
+			}
+		})
+	}
+}
+
+func TestDeriveEventFields(t *testing.T) {
+	evs := inspect.Derive([]inspect.Sample{held(0, "A", 30000), held(100, "B", 20000)}, inspect.WatchOptions{})
+	e := evs[1]
+	if e.Owner != "B" || e.PreviousOwner != "A" || *e.PreviousPTTLMS != 30000 || e.ElapsedMS != 100 || e.PTTLMS != 20000 {
+		t.Errorf("takeover event %+v", e)
+	}
+	bin := inspect.Derive([]inspect.Sample{held(0, "\xff\x00", 100)}, inspect.WatchOptions{})
+	if bin[0].Owner != "hex:ff00" {
+		t.Errorf("binary owner shown as %q", bin[0].Owner)
+	}
+}
+
+// TestWatchRealRedis samples a real key while it is acquired, renewed,
+// taken over and released.
+func TestWatchRealRedis(t *testing.T) {
+	c := client(t)
+	k := "t:" + t.Name()
+	r := &inspect.Reader{}
+	d := inspect.NewDiffer(inspect.WatchOptions{})
+	var evs []inspect.Event
+	sample := func() {
+		now := time.Now()
+		locks, err := r.Read(ctx, c, []string{k})
+		must(t, err)
+		evs = append(evs, d.Next(inspect.SampleOf(locks[0], now))...)
+	}
+	sample()
+	must(t, c.Set(ctx, k, "1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 2*time.Second).Err())
+	sample()
+	time.Sleep(50 * time.Millisecond)
+	must(t, c.PExpire(ctx, k, 3*time.Second).Err())
+	sample()
+	must(t, c.Set(ctx, k, "2:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 3*time.Second).Err())
+	sample()
+	must(t, c.Del(ctx, k).Err())
+	sample()
+	if got := kinds(evs); got != "FREE ACQUIRED RENEWED TAKEOVER RELEASED" {
+		t.Errorf("events = %q", got)
+	}
+}

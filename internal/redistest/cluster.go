@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -87,7 +88,15 @@ func LaunchCluster(n int) (*Cluster, error) {
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+	create := exec.Command(cli, args...)
+	// The nodes have no password: an AUTH from the caller's REDISCLI_AUTH
+	// would be refused.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDISCLI_AUTH=") {
+			create.Env = append(create.Env, kv)
+		}
+	}
+	if out, err := create.CombinedOutput(); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, lastLines(string(out)))
 	}

@@ -21,7 +21,9 @@ import (
 
 const ttl = 10 * time.Second
 
-// concurrencies are the worker counts every benchmark runs at.
+// concurrencies are the worker counts every benchmark runs at. The
+// libraries run one after the other at each count, so a change in machine
+// load hits them alike; bench/run repeats whole runs for the same reason.
 var concurrencies = []int{1, 32}
 
 // lib is one library under test: acquire returns the operations on a held
@@ -131,9 +133,9 @@ func parallel(b *testing.B, c int, setup func(key string) func() error) {
 // (lockcore's acquire also INCRs the fence counter).
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
-	for _, l := range libs(client(b)) {
-		for _, c := range concurrencies {
-			b.Run(fmt.Sprintf("lib=%s/c=%d", l.name, c), func(b *testing.B) {
+	for _, c := range concurrencies {
+		for _, l := range libs(client(b)) {
+			b.Run(fmt.Sprintf("c=%d/lib=%s", c, l.name), func(b *testing.B) {
 				parallel(b, c, func(key string) func() error {
 					return func() error {
 						h, err := l.acquire(ctx, key)
@@ -151,9 +153,9 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // BenchmarkRenew: one owner-checked TTL reset per op on a held lock.
 func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
-	for _, l := range libs(client(b)) {
-		for _, c := range concurrencies {
-			b.Run(fmt.Sprintf("lib=%s/c=%d", l.name, c), func(b *testing.B) {
+	for _, c := range concurrencies {
+		for _, l := range libs(client(b)) {
+			b.Run(fmt.Sprintf("c=%d/lib=%s", c, l.name), func(b *testing.B) {
 				var hs []held
 				parallel(b, c, func(key string) func() error {
 					h, err := l.acquire(ctx, key)

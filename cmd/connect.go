@@ -314,6 +314,12 @@ func applyTLS(uo *redis.UniversalOptions, s connSettings, shown string) error {
 		uo.TLSConfig.Certificates = []tls.Certificate{pair}
 	}
 	uo.TLSConfig.InsecureSkipVerify = s.TLSInsecure
+	if uo.IsClusterMode || uo.MasterName != "" {
+		// go-redis' parsers name the first host; each cluster node or the
+		// primary a sentinel names must be verified as itself (an empty
+		// ServerName makes tls.DialWithDialer use the dialled host).
+		uo.TLSConfig.ServerName = ""
+	}
 	if uo.TLSConfig.MinVersion == 0 {
 		uo.TLSConfig.MinVersion = tls.VersionTLS12
 	}

@@ -8,6 +8,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +44,7 @@ func libs(rdb *redis.Client) []lib {
 	lk := lockcore.NewLocker(rdb)
 	rl := redislock.New(rdb)
 	rs := redsync.New(goredis.NewPool(rdb))
-	return []lib{
+	all := []lib{
 		{"lockcore", func(ctx context.Context, key string) (held, error) {
 			// Lock and fence counter on one slot, as lockctl builds them.
 			l, err := lk.Acquire(ctx, lockcore.Keys{Lock: key, Fence: lockcore.FenceKeyFor(key)}, ttl)
@@ -57,6 +59,11 @@ func libs(rdb *redis.Client) []lib {
 			return redsyncHeld{m}, m.LockContext(ctx)
 		}},
 	}
+	// The library timed first pays for a cold machine; bench/run rotates
+	// the order between runs (BENCH_ROTATE=0,1,2) so none always does.
+	r, _ := strconv.Atoi(os.Getenv("BENCH_ROTATE"))
+	r = (r%len(all) + len(all)) % len(all)
+	return append(all[r:], all[:r]...)
 }
 
 type lockcoreHeld struct{ l *lockcore.Lock }
@@ -87,10 +94,22 @@ func (h redsyncHeld) release(ctx context.Context) error {
 	return err
 }
 
+// client returns one pool big enough for 32 workers, shared by every
+// library, with its connections already open: filling it while the first
+// library is timed would count against that library.
 func client(b *testing.B) *redis.Client {
-	// One pool big enough for 32 workers, the same for every library.
-	rdb := redis.NewClient(&redis.Options{Addr: benchAddr, PoolSize: 64, MinIdleConns: 32})
+	rdb := redis.NewClient(&redis.Options{Addr: benchAddr, PoolSize: 64})
 	b.Cleanup(func() { _ = rdb.Close() })
+	var wg sync.WaitGroup
+	for range 32 {
+		// A 50ms BLPOP holds its connection, so 32 of them open 32.
+		wg.Go(func() {
+			if err := rdb.BLPop(context.Background(), 50*time.Millisecond, "bench:warmup").Err(); err != nil && err != redis.Nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 	return rdb
 }
 

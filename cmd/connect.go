@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -196,6 +197,12 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		if s.MasterName == "" {
 			return nil, fmt.Errorf("--sentinel %s needs --master-name, the name the sentinels monitor the primary under", strings.Join(s.SentinelAddrs, ","))
 		}
+		for _, a := range s.SentinelAddrs {
+			if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" {
+				return nil, fmt.Errorf("--sentinel address %q is not host:port", a)
+			}
+		}
+		// The URL still gives the primary's credentials, database and TLS.
 		uo.Addrs, uo.MasterName = s.SentinelAddrs, s.MasterName
 	} else if s.MasterName != "" && uo.MasterName == "" {
 		return nil, fmt.Errorf("--master-name %s needs --sentinel host:port[,host:port...] (or a redis+sentinel:// URL)", s.MasterName)

@@ -261,6 +261,7 @@ func TestConnectSentinel(t *testing.T) {
 	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", "")
 
 	wantCode(t, probe(t, nil, "--sentinel", sn.Addr()), ExitUsage, "needs --master-name")
+	wantCode(t, probe(t, nil, "--sentinel", "sentinel-a", "--master-name", "m"), ExitUsage, `--sentinel address "sentinel-a" is not host:port`)
 	wantCode(t, probe(t, nil, "--master-name", "mymaster"), ExitUsage, "needs --sentinel")
 	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://"+sn.Addr()), ExitUsage, "/<master name>[/<db>]")
 	wantCode(t, probe(t, nil, "--sentinel", sn.Addr(), "--master-name", "nosuch", "--timeout", "2s"), ExitRedis, "sentinel "+sn.Addr()+" master nosuch:")

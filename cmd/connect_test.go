@@ -259,6 +259,8 @@ func TestConnectSentinel(t *testing.T) {
 	wantCode(t, probe(t, nil), ExitOK, "")
 	t.Setenv("LOCKCTL_REDIS_SENTINEL", "")
 	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", "")
+	cfg := writeFile(t, "cfg.yaml", "redis:\n  sentinel:\n    - 127.0.0.1:1\n    - "+sn.Addr()+"\n  master_name: mymaster\n")
+	wantCode(t, probe(t, nil, "--config", cfg), ExitOK, "")
 
 	wantCode(t, probe(t, nil, "--sentinel", sn.Addr()), ExitUsage, "needs --master-name")
 	wantCode(t, probe(t, nil, "--sentinel", "sentinel-a", "--master-name", "m"), ExitUsage, `--sentinel address "sentinel-a" is not host:port`)

@@ -31,6 +31,19 @@ const (
 	keyFenceTemplate = "lock.fence_template"
 )
 
+// Connection kinds and TLS (README.md, "Connecting to Redis"). Passwords
+// have no flag, so they never show in a process list.
+const (
+	keyRedisSentinel         = "redis.sentinel"
+	keyRedisMasterName       = "redis.master_name"
+	keyRedisSentinelPassword = "redis.sentinel_password"
+	keyRedisCluster          = "redis.cluster"
+	keyRedisTLSCA            = "redis.tls_ca"
+	keyRedisTLSCert          = "redis.tls_cert"
+	keyRedisTLSKey           = "redis.tls_key"
+	keyRedisTLSInsecure      = "redis.tls_insecure"
+)
+
 var configDefaults = map[string]any{
 	keyRedisURL:      "redis://127.0.0.1:6379/0",
 	keyRedisPassword: "",
@@ -43,6 +56,15 @@ var configDefaults = map[string]any{
 	keyLockField:     lockcore.DefaultField,
 	keyKeyTemplate:   lockcore.DefaultKeyTemplate,
 	keyFenceTemplate: "",
+
+	keyRedisSentinel:         "",
+	keyRedisMasterName:       "",
+	keyRedisSentinelPassword: "",
+	keyRedisCluster:          false,
+	keyRedisTLSCA:            "",
+	keyRedisTLSCert:          "",
+	keyRedisTLSKey:           "",
+	keyRedisTLSInsecure:      false,
 }
 
 // viperKey is the flag annotation that ties a flag to a configuration key;

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -48,14 +47,6 @@ func (f *Factory) Output(accepted ...string) (string, error) {
 	return o, nil
 }
 
-// quietLogger drops go-redis's internal log lines (dial retries and the
-// like): errors reach the user once, as the command's one-line error.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
-func init() { redis.SetLogger(quietLogger{}) }
-
 // RedisConn is a connected client with the URL to show (password redacted).
 type RedisConn struct {
 	Client redis.UniversalClient
@@ -68,42 +59,32 @@ type RedisConn struct {
 // Close closes the client.
 func (c *RedisConn) Close() error { return c.Client.Close() }
 
-// Redis connects to the configured server and checks it answers PING. The
-// password comes from the URL, else redis.password (LOCKCTL_REDIS_PASSWORD),
-// else REDISCLI_AUTH. Errors are exit 3 and show only the redacted URL.
+// Redis connects to the configured deployment and checks it answers PING:
+// a standalone server, a Sentinel-managed primary (--sentinel and
+// --master-name, or a redis+sentinel:// URL) or a cluster (--cluster or a
+// redis+cluster:// URL), over TLS for rediss URLs (README.md, "Connecting to
+// Redis"). The password comes from the URL, else redis.password
+// (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH. Bad settings are exit 2,
+// connection failures exit 3; every message shows only the redacted URL and
+// has every known password scrubbed.
 func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
-	raw := f.Config.GetString(keyRedisURL)
-	shown := RedactURL(raw)
-	timeout, err := durationSetting(f.Config, keyRedisTimeout, "timeout")
+	s, err := connSettingsFrom(f.Config)
 	if err != nil {
 		return nil, err
 	}
-	opt, err := redis.ParseURL(raw)
+	// Registered before parsing: a URL that does not parse is quoted in errors.
+	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
+	f.secrets = append(f.secrets, s.Password, s.SentinelPassword, os.Getenv("REDISCLI_AUTH"))
+	shown := RedactURL(s.URL)
+	if len(s.SentinelAddrs) > 0 {
+		shown = fmt.Sprintf("sentinel %s master %s", strings.Join(s.SentinelAddrs, ","), s.MasterName)
+	}
+	opt, err := redisOptions(s)
 	if err != nil {
-		return nil, usageErrorf("redis URL %q: %s; accepted: redis://[user[:password]@]host[:port][/db] or rediss:// for TLS", shown, f.scrub(err.Error()))
+		return nil, usageErrorf("%s", f.scrub(err.Error()))
 	}
-	if opt.Password == "" {
-		opt.Password = f.Config.GetString(keyRedisPassword)
-	}
-	if opt.Password == "" {
-		opt.Password = os.Getenv("REDISCLI_AUTH")
-	}
-	if opt.Password != "" {
-		f.secrets = append(f.secrets, opt.Password)
-	}
-	client := redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs:           []string{opt.Addr},
-		DB:              opt.DB,
-		Username:        opt.Username,
-		Password:        opt.Password,
-		TLSConfig:       opt.TLSConfig,
-		DialTimeout:     timeout,
-		ReadTimeout:     timeout,
-		WriteTimeout:    timeout,
-		MaxRetries:      -1, // a timed-out call is reported, not silently repeated
-		DisableIdentity: true,
-	})
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	client := redis.NewUniversalClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		_ = client.Close()
@@ -112,26 +93,7 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		}
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
-	return &RedisConn{Client: client, URL: shown, Timeout: timeout}, nil
-}
-
-// RedactURL replaces the password of a redis:// URL with ***; anything that
-// does not parse as a URL is returned with its userinfo cut out.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if at := strings.LastIndex(raw, "@"); at >= 0 {
-			return "***@" + raw[at+1:]
-		}
-		return raw
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxx")
-			return strings.Replace(u.String(), ":xxx@", ":***@", 1)
-		}
-	}
-	return u.String()
+	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout}, nil
 }
 
 // scrub replaces every known secret in s with ***.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -21,7 +22,14 @@ func Execute(args []string, io *IOStreams) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f := &Factory{IO: io}
-	root := NewRootCmd(f)
+	return execute(ctx, f, NewRootCmd(f), args)
+}
+
+// execute runs root (built on f) with args and prints the error, if any, the
+// one way every command's errors are printed: one scrubbed line and a hint.
+func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string) int {
+	quietRedisLogs.Do(func() { redis.SetLogger(discardLogger{}) })
+	io := f.IO
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -85,8 +93,22 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.ConfigFile, "config", "", "config file (default ./lockctl.yaml, else <user config dir>/lockctl/config.yaml)")
-	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS (default redis://127.0.0.1:6379/0)")
+	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS, redis+sentinel://host:port[,...]/master[/db], redis+cluster://host:port[,...] (default redis://127.0.0.1:6379/0)")
 	flagConfigKey(pf, "redis", keyRedisURL)
+	pf.String("sentinel", "", "connect through Redis Sentinel: host:port[,host:port...] of the sentinels (needs --master-name)")
+	flagConfigKey(pf, "sentinel", keyRedisSentinel)
+	pf.String("master-name", "", "name the sentinels monitor the primary under")
+	flagConfigKey(pf, "master-name", keyRedisMasterName)
+	pf.Bool("cluster", false, "the --redis address(es) are Redis Cluster nodes")
+	flagConfigKey(pf, "cluster", keyRedisCluster)
+	pf.String("tls-ca", "", "PEM file of the CA that signed the server's certificate (rediss:// only)")
+	flagConfigKey(pf, "tls-ca", keyRedisTLSCA)
+	pf.String("tls-cert", "", "PEM client certificate, with --tls-key (rediss:// only)")
+	flagConfigKey(pf, "tls-cert", keyRedisTLSCert)
+	pf.String("tls-key", "", "PEM key of --tls-cert")
+	flagConfigKey(pf, "tls-key", keyRedisTLSKey)
+	pf.Bool("tls-insecure", false, "do not verify the server's TLS certificate (tests only)")
+	flagConfigKey(pf, "tls-insecure", keyRedisTLSInsecure)
 	pf.StringP("output", "o", "", "output format: table, json, yaml (some commands offer more)")
 	flagConfigKey(pf, "output", keyOutput)
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

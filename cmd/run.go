@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 )
@@ -320,9 +319,6 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			}
 		})
 	}
-	// The child owns stderr: go-redis' own log lines (pool dial failures while
-	// the server is down) would interleave with it; lockctl reports those itself.
-	redis.SetLogger(quietLog{})
 	path, err := exec.LookPath(opts.Command[0])
 	if err != nil {
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], errors.Unwrap(err))}
@@ -345,10 +341,6 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	return superviseChild(ctx, opts, conn, lock, path)
 }
 
-// quietLog drops go-redis' internal log lines.
-type quietLog struct{}
-
-func (quietLog) Printf(context.Context, string, ...any) {}
 
 // heldMessage says who holds the lock: owner, fence, remaining TTL.
 func heldMessage(h *lockcore.HeldError, wait time.Duration) error {

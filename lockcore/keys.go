@@ -179,7 +179,11 @@ func (t *Template) uses(name string) bool {
 }
 
 // Keys builds the lock and fence keys for one business value. An empty value
-// is the caller's error to report; Keys does not refuse it.
+// is the caller's error to report; Keys does not refuse it. A value holding
+// '{' or '}' can change the lock key's hash tag so that no fence key shares
+// its slot (e.g. "a}b" with the default template); in a cluster the acquire
+// script is then refused with CROSSSLOT (FuzzKeySpec's seed
+// value_with_close_brace).
 func (ks *KeySpec) Keys(value string) Keys {
 	vars := map[string]string{"field": ks.Field, "value": value}
 	k := Keys{Lock: ks.lock.Expand(vars)}

@@ -52,6 +52,23 @@ func Binary() (string, error) {
 // plus extra arguments ("--requirepass", "x", ...), and waits until it
 // answers PING. The caller must Stop it.
 func Launch(extra ...string) (*Server, error) {
+	return launch(func(port int, dir string) []string {
+		return append(baseArgs(port, dir), extra...)
+	})
+}
+
+// baseArgs are the arguments of every test server: loopback only, no
+// persistence, a log file in dir.
+func baseArgs(port int, dir string) []string {
+	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}
+}
+
+// launch starts redis-server with the arguments args builds for a free port
+// and a fresh directory, retrying on another port when the start fails (the
+// port may have been taken between the probe and the bind). The server
+// accepts TCP connections on 127.0.0.1:port when it returns.
+func launch(args func(port int, dir string) []string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -66,9 +83,7 @@ func Launch(extra ...string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
-		cmd := exec.Command(bin, args...)
+		cmd := exec.Command(bin, args(port, dir)...)
 		if err := cmd.Start(); err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("start redis-server: %w", err)

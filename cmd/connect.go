@@ -1,0 +1,350 @@
+package cmd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/viper"
+)
+
+// connSettings are the connection settings of one invocation, read from the
+// redis.* configuration keys (flags, LOCKCTL_REDIS_* env, config file).
+type connSettings struct {
+	URL string
+	// Password is redis.password (LOCKCTL_REDIS_PASSWORD), used when the URL
+	// has none; REDISCLI_AUTH comes after it.
+	Password string
+	// SentinelAddrs and MasterName are --sentinel and --master-name.
+	SentinelAddrs []string
+	MasterName    string
+	// SentinelPassword authenticates to the sentinels themselves
+	// (redis.sentinel_password); most deployments leave it empty.
+	SentinelPassword string
+	// Cluster is --cluster: the URL's addresses are cluster seed nodes.
+	Cluster bool
+	// TLS files (PEM) and --tls-insecure; they need a rediss URL.
+	TLSCA, TLSCert, TLSKey string
+	TLSInsecure            bool
+	Timeout                time.Duration
+}
+
+// connURLForms is the one-line list of accepted URL forms for errors
+// (README.md, "Connecting to Redis").
+const connURLForms = "redis://[user[:password]@]host[:port][/db], rediss://... for TLS, " +
+	"redis+sentinel://[user[:password]@]host:port[,host:port...]/master[/db], " +
+	"redis+cluster://[user[:password]@]host:port[,host:port...]"
+
+// connSettingsFrom reads the connection settings from v.
+func connSettingsFrom(v *viper.Viper) (connSettings, error) {
+	timeout, err := durationSetting(v, keyRedisTimeout, "timeout")
+	if err != nil {
+		return connSettings{}, err
+	}
+	return connSettings{
+		URL:              v.GetString(keyRedisURL),
+		Password:         v.GetString(keyRedisPassword),
+		SentinelAddrs:    listSetting(v, keyRedisSentinel),
+		MasterName:       v.GetString(keyRedisMasterName),
+		SentinelPassword: v.GetString(keyRedisSentinelPassword),
+		Cluster:          v.GetBool(keyRedisCluster),
+		TLSCA:            v.GetString(keyRedisTLSCA),
+		TLSCert:          v.GetString(keyRedisTLSCert),
+		TLSKey:           v.GetString(keyRedisTLSKey),
+		TLSInsecure:      v.GetBool(keyRedisTLSInsecure),
+		Timeout:          timeout,
+	}, nil
+}
+
+// listSetting reads a list written either as "a,b" (flag, env) or as a YAML
+// sequence (config file).
+func listSetting(v *viper.Viper, key string) []string {
+	var raw []string
+	switch x := v.Get(key).(type) {
+	case []any:
+		for _, e := range x {
+			raw = append(raw, fmt.Sprint(e))
+		}
+	case []string:
+		raw = x
+	default:
+		raw = strings.Split(v.GetString(key), ",")
+	}
+	var out []string
+	for _, s := range raw {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// urlSecrets returns the passwords written in a Redis URL (userinfo, and the
+// password= and sentinel_password= query options go-redis accepts), raw and
+// percent-decoded, so they can be scrubbed from any error that quotes the
+// URL, even one that does not parse.
+func urlSecrets(raw string) []string {
+	var out []string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		out = append(out, s)
+		if d, err := url.PathUnescape(s); err == nil && d != s {
+			out = append(out, d)
+		}
+	}
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, pw, has := strings.Cut(rest[:at], ":"); has {
+				add(pw)
+			}
+		}
+	}
+	if _, q, ok := strings.Cut(raw, "?"); ok {
+		for _, kv := range strings.Split(q, "&") {
+			if k, val, _ := strings.Cut(kv, "="); secretParam(k) {
+				add(val)
+			}
+		}
+	}
+	return out
+}
+
+func secretParam(name string) bool { return name == "password" || name == "sentinel_password" }
+
+// RedactURL replaces the password of a Redis URL (userinfo and the password=
+// and sentinel_password= query options) with ***. It works on text, so a URL
+// that does not parse is redacted too.
+func RedactURL(raw string) string {
+	s := raw
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if user, _, has := strings.Cut(rest[:at], ":"); has {
+				s = scheme + "://" + user + ":***" + rest[at:]
+			}
+		}
+	}
+	base, q, ok := strings.Cut(s, "?")
+	if !ok {
+		return s
+	}
+	parts := strings.Split(q, "&")
+	for i, kv := range parts {
+		if k, _, _ := strings.Cut(kv, "="); secretParam(k) {
+			parts[i] = k + "=***"
+		}
+	}
+	return base + "?" + strings.Join(parts, "&")
+}
+
+// redisOptions turns the settings into go-redis options: a standalone
+// client, a Sentinel-backed failover client or a cluster client, all behind
+// redis.UniversalClient. URLs are parsed by go-redis (ParseURL,
+// ParseFailoverURL, ParseClusterURL); redis+sentinel:// and redis+cluster://
+// are lockctl's multi-host spellings of the last two. Errors name the
+// (redacted) value and what is accepted; the caller scrubs secrets.
+func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
+	shown := RedactURL(s.URL)
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)
+	}
+	var uo *redis.UniversalOptions
+	switch u.Scheme {
+	case "redis+sentinel", "rediss+sentinel":
+		uo, err = sentinelURLOptions(u)
+	case "redis+cluster", "rediss+cluster":
+		uo, err = clusterURLOptions(u, true)
+	case "redis", "rediss":
+		switch {
+		case u.Query().Has("master_name"):
+			// go-redis' own form: the userinfo authenticates to the sentinels.
+			var fo *redis.FailoverOptions
+			if fo, err = redis.ParseFailoverURL(s.URL); err == nil {
+				uo = &redis.UniversalOptions{Addrs: fo.SentinelAddrs, MasterName: fo.MasterName, DB: fo.DB,
+					Username: fo.Username, Password: fo.Password, SentinelUsername: fo.SentinelUsername,
+					SentinelPassword: fo.SentinelPassword, TLSConfig: fo.TLSConfig}
+			}
+		case s.Cluster:
+			uo, err = clusterURLOptions(u, false)
+		default:
+			var o *redis.Options
+			if o, err = redis.ParseURL(s.URL); err == nil {
+				uo = &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username,
+					Password: o.Password, TLSConfig: o.TLSConfig}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("redis URL %q: unknown scheme %q; accepted: %s", shown, u.Scheme, connURLForms)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %s; accepted: %s", shown, strings.TrimPrefix(err.Error(), "redis: "), connURLForms)
+	}
+
+	if len(s.SentinelAddrs) > 0 {
+		if uo.IsClusterMode {
+			return nil, fmt.Errorf("--sentinel and a cluster connection (%s) cannot be combined", shown)
+		}
+		if s.MasterName == "" {
+			return nil, fmt.Errorf("--sentinel %s needs --master-name, the name the sentinels monitor the primary under", strings.Join(s.SentinelAddrs, ","))
+		}
+		for _, a := range s.SentinelAddrs {
+			if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" {
+				return nil, fmt.Errorf("--sentinel address %q is not host:port", a)
+			}
+		}
+		// The URL still gives the primary's credentials, database and TLS.
+		uo.Addrs, uo.MasterName = s.SentinelAddrs, s.MasterName
+	} else if s.MasterName != "" && uo.MasterName == "" {
+		return nil, fmt.Errorf("--master-name %s needs --sentinel host:port[,host:port...] (or a redis+sentinel:// URL)", s.MasterName)
+	}
+	if s.Cluster && uo.MasterName != "" {
+		return nil, fmt.Errorf("--cluster and a sentinel connection cannot be combined")
+	}
+	if uo.MasterName != "" && s.SentinelPassword != "" {
+		uo.SentinelPassword = s.SentinelPassword
+	}
+
+	if uo.Password == "" {
+		uo.Password = s.Password
+	}
+	if uo.Password == "" {
+		uo.Password = os.Getenv("REDISCLI_AUTH")
+	}
+	if err := applyTLS(uo, s, shown); err != nil {
+		return nil, err
+	}
+	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
+	uo.MaxRetries = -1 // a timed-out call is reported, not silently repeated
+	uo.DisableIdentity = true
+	return uo, nil
+}
+
+func urlErrorReason(err error) string {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// sentinelURLOptions parses redis+sentinel://[user[:password]@]host:port[,host:port...]/master[/db][?options]:
+// it is rewritten into go-redis' failover form (first host, addr= for the
+// others, master_name=) and parsed by redis.ParseFailoverURL. Unlike that
+// form, the userinfo here authenticates to the primary, as in every other
+// lockctl URL; the sentinels' own password is redis.sentinel_password.
+func sentinelURLOptions(u *url.URL) (*redis.UniversalOptions, error) {
+	hosts := strings.Split(u.Host, ",")
+	path := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if path[0] == "" || len(path) > 2 {
+		return nil, fmt.Errorf("the path must be /<master name>[/<db>], not %q", u.Path)
+	}
+	q := u.Query()
+	q.Set("master_name", path[0])
+	for _, h := range hosts[1:] {
+		q.Add("addr", h)
+	}
+	r := url.URL{Scheme: strings.TrimSuffix(u.Scheme, "+sentinel"), User: u.User, Host: hosts[0], RawQuery: q.Encode()}
+	if len(path) == 2 {
+		r.Path = "/" + path[1]
+	}
+	fo, err := redis.ParseFailoverURL(r.String())
+	if err != nil {
+		return nil, err
+	}
+	return &redis.UniversalOptions{Addrs: fo.SentinelAddrs, MasterName: fo.MasterName, DB: fo.DB,
+		Username: fo.SentinelUsername, Password: fo.SentinelPassword, TLSConfig: fo.TLSConfig}, nil
+}
+
+// clusterURLOptions parses redis+cluster://[user[:password]@]host:port[,host:port...][?options]
+// (multi) or a redis:// URL given with --cluster, through
+// redis.ParseClusterURL. A cluster has only database 0.
+func clusterURLOptions(u *url.URL, multi bool) (*redis.UniversalOptions, error) {
+	if p := strings.Trim(u.Path, "/"); p != "" && p != "0" {
+		return nil, fmt.Errorf("a Redis Cluster has only database 0, not %q", p)
+	}
+	r := *u
+	r.Path = ""
+	if multi {
+		hosts := strings.Split(u.Host, ",")
+		q := u.Query()
+		for _, h := range hosts[1:] {
+			q.Add("addr", h)
+		}
+		r.Scheme, r.Host, r.RawQuery = strings.TrimSuffix(u.Scheme, "+cluster"), hosts[0], q.Encode()
+	}
+	co, err := redis.ParseClusterURL(r.String())
+	if err != nil {
+		return nil, err
+	}
+	return &redis.UniversalOptions{Addrs: co.Addrs, IsClusterMode: true, Username: co.Username,
+		Password: co.Password, TLSConfig: co.TLSConfig}, nil
+}
+
+// applyTLS adds --tls-ca, --tls-cert/--tls-key and --tls-insecure to a
+// rediss connection. Certificate verification is on unless --tls-insecure.
+func applyTLS(uo *redis.UniversalOptions, s connSettings, shown string) error {
+	asked := s.TLSCA != "" || s.TLSCert != "" || s.TLSKey != "" || s.TLSInsecure
+	if uo.TLSConfig == nil {
+		if asked {
+			return fmt.Errorf("TLS settings (--tls-ca, --tls-cert, --tls-key, --tls-insecure) need a rediss:// URL, not %q", shown)
+		}
+		return nil
+	}
+	if s.TLSCA != "" {
+		pem, err := os.ReadFile(s.TLSCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca %q: %v", s.TLSCA, errorsUnwrapPath(err))
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca %q holds no PEM certificate", s.TLSCA)
+		}
+		uo.TLSConfig.RootCAs = pool
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together (got cert %q, key %q)", s.TLSCert, s.TLSKey)
+	}
+	if s.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert %q / --tls-key %q: %v", s.TLSCert, s.TLSKey, errorsUnwrapPath(err))
+		}
+		uo.TLSConfig.Certificates = []tls.Certificate{pair}
+	}
+	uo.TLSConfig.InsecureSkipVerify = s.TLSInsecure
+	if uo.IsClusterMode || uo.MasterName != "" {
+		// go-redis' parsers name the first host; each cluster node or the
+		// primary a sentinel names must be verified as itself (an empty
+		// ServerName makes tls.DialWithDialer use the dialled host).
+		uo.TLSConfig.ServerName = ""
+	}
+	if uo.TLSConfig.MinVersion == 0 {
+		uo.TLSConfig.MinVersion = tls.VersionTLS12
+	}
+	return nil
+}
+
+// errorsUnwrapPath drops the path a *os.PathError repeats.
+func errorsUnwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// quietRedisLogs silences go-redis' internal logger once per process: its
+// retry and sentinel chatter would go to stderr next to our one-line errors.
+var quietRedisLogs sync.Once
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,333 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+// probeResult is what one in-process lockctl invocation did.
+type probeResult struct {
+	code        int
+	out, errOut string
+}
+
+// all is everything the invocation printed.
+func (r probeResult) all() string { return r.out + r.errOut }
+
+// probe runs lockctl in-process (the real root command, flags, config and
+// error printing) with a "probe" subcommand that connects with f.Redis and
+// hands the connection to use (nil: just the PING f.Redis does).
+func probe(t *testing.T, use func(*RedisConn) error, args ...string) probeResult {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}}
+	root := NewRootCmd(f)
+	root.AddCommand(&cobra.Command{
+		Use: "probe",
+		RunE: func(c *cobra.Command, _ []string) error {
+			conn, err := f.Redis(c.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if use != nil {
+				return use(conn)
+			}
+			_, err = f.IO.Out.Write([]byte(conn.URL + "\n"))
+			return err
+		},
+	})
+	code := execute(context.Background(), f, root, append([]string{"probe"}, args...))
+	return probeResult{code: code, out: out.String(), errOut: errOut.String()}
+}
+
+// isolate keeps the developer's config and Redis settings out of a test.
+func isolate(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	for _, k := range []string{"REDISCLI_AUTH", "LOCKCTL_REDIS_URL", "LOCKCTL_REDIS_PASSWORD", "LOCKCTL_REDIS_SENTINEL_PASSWORD"} {
+		t.Setenv(k, "") // restores the old value at the end
+		os.Unsetenv(k)  // an empty REDISCLI_AUTH would make redis-cli send AUTH ""
+	}
+}
+
+func wantCode(t *testing.T, r probeResult, code int, substr string) {
+	t.Helper()
+	if r.code != code || !strings.Contains(r.errOut, substr) {
+		t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.errOut, code, substr)
+	}
+	if code != ExitOK && strings.Count(strings.TrimSpace(r.errOut), "\n") > 1 {
+		t.Errorf("error is more than one line and a hint: %q", r.errOut)
+	}
+	if strings.Contains(r.all(), "goroutine ") || strings.Contains(r.all(), "panic") {
+		t.Errorf("stack trace in output: %q", r.all())
+	}
+}
+
+// TestConnectPasswords covers ACL users and every password source, and greps
+// all output (stdout and stderr) of every failing connection for the
+// passwords involved.
+func TestConnectPasswords(t *testing.T) {
+	isolate(t)
+	const (
+		defaultPW = "dflt-Pw-7xq2"
+		alicePW   = "alice-Pw-93kd"
+		wrongPW   = "wrong-Pw-55zz"
+	)
+	s := redistest.Start(t, "--requirepass", defaultPW)
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr, Password: defaultPW})
+	defer admin.Close()
+	if err := admin.Do(context.Background(), "ACL", "SETUSER", "alice", "on", ">"+alicePW, "~*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{defaultPW, alicePW, wrongPW}
+
+	ok := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"ACL user in URL", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + "/0"}},
+		{"LOCKCTL_REDIS_PASSWORD", map[string]string{"LOCKCTL_REDIS_PASSWORD": alicePW}, []string{"--redis", "redis://alice@" + s.Addr + "/0"}},
+		{"REDISCLI_AUTH", map[string]string{"REDISCLI_AUTH": defaultPW}, []string{"--redis", "redis://" + s.Addr + "/0"}},
+		{"config file", nil, []string{"--config", writeFile(t, "cfg.yaml", "redis:\n  url: redis://alice@"+s.Addr+"/0\n  password: "+alicePW+"\n")}},
+		{"URL wins over env", map[string]string{"LOCKCTL_REDIS_PASSWORD": wrongPW}, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + "/0"}},
+	}
+	for _, c := range ok {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			r := probe(t, nil, c.args...)
+			wantCode(t, r, ExitOK, "")
+			for _, sec := range secrets {
+				if strings.Contains(r.all(), sec) {
+					t.Errorf("password %q printed: %q", sec, r.all())
+				}
+			}
+		})
+	}
+
+	bad := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		msg  string
+	}{
+		{"wrong ACL password", nil, []string{"--redis", "redis://alice:" + wrongPW + "@" + s.Addr + "/0"}, ExitRedis, "redis://alice:***@" + s.Addr + "/0: WRONGPASS"},
+		{"wrong env password", map[string]string{"LOCKCTL_REDIS_PASSWORD": wrongPW}, []string{"--redis", "redis://alice@" + s.Addr + "/0"}, ExitRedis, "WRONGPASS"},
+		{"wrong REDISCLI_AUTH", map[string]string{"REDISCLI_AUTH": wrongPW}, []string{"--redis", "redis://" + s.Addr + "/0"}, ExitRedis, "WRONGPASS"},
+		{"no password", nil, []string{"--redis", "redis://" + s.Addr + "/0"}, ExitRedis, "NOAUTH"},
+		{"unknown user", nil, []string{"--redis", "redis://bob:" + alicePW + "@" + s.Addr + "/0"}, ExitRedis, "WRONGPASS"},
+		{"nobody listening", nil, []string{"--redis", "redis://alice:" + alicePW + "@127.0.0.1:1/0"}, ExitRedis, "redis://alice:***@127.0.0.1:1/0: dial tcp"},
+		{"URL does not parse", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + ":x:y/0"}, ExitUsage, "redis://alice:***@"},
+		{"bad percent escape", nil, []string{"--redis", "redis://alice:" + alicePW + "%zz@" + s.Addr + "/0"}, ExitUsage, "does not parse"},
+		{"bad database", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + "/db1"}, ExitUsage, `invalid database number: "db1"`},
+		{"unknown scheme", nil, []string{"--redis", "http://alice:" + alicePW + "@" + s.Addr}, ExitUsage, `unknown scheme "http"`},
+		{"password in go-redis query", nil, []string{"--redis", "redis://" + s.Addr + "/0?master_name=m&password=" + alicePW}, ExitRedis, "password=***"},
+		{"sentinel unreachable", nil, []string{"--redis", "redis+sentinel://alice:" + alicePW + "@127.0.0.1:1/mymaster/0"}, ExitRedis, "redis+sentinel://alice:***@127.0.0.1:1/mymaster/0"},
+		{"cluster unreachable", nil, []string{"--redis", "redis+cluster://alice:" + alicePW + "@127.0.0.1:1,127.0.0.1:2"}, ExitRedis, "redis+cluster://alice:***@127.0.0.1:1,127.0.0.1:2"},
+		{"bad timeout", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr, "--timeout", "5"}, ExitUsage, `timeout "5" has no unit`},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			r := probe(t, nil, append(c.args, "--timeout", "2s")...)
+			if c.name == "bad timeout" {
+				r = probe(t, nil, c.args...)
+			}
+			wantCode(t, r, c.code, c.msg)
+			for _, sec := range secrets {
+				if strings.Contains(r.all(), sec) {
+					t.Errorf("password %q printed: %q", sec, r.all())
+				}
+			}
+		})
+	}
+}
+
+// TestConnectTLS connects to a TLS-only server with certificates generated
+// by the test.
+func TestConnectTLS(t *testing.T) {
+	isolate(t)
+	s := redistest.StartTLS(t) // requires a client certificate
+	url := s.URL()
+	client := []string{"--tls-cert", s.CertFile, "--tls-key", s.KeyFile}
+
+	r := probe(t, nil, append([]string{"--redis", url, "--tls-ca", s.CAFile}, client...)...)
+	wantCode(t, r, ExitOK, "")
+	if r.out != url+"\n" {
+		t.Errorf("shown URL %q", r.out)
+	}
+	wantCode(t, probe(t, nil, append([]string{"--redis", url, "--tls-insecure"}, client...)...), ExitOK, "")
+
+	// Environment and config keys reach the same settings.
+	t.Setenv("LOCKCTL_REDIS_TLS_CA", s.CAFile)
+	t.Setenv("LOCKCTL_REDIS_TLS_CERT", s.CertFile)
+	t.Setenv("LOCKCTL_REDIS_TLS_KEY", s.KeyFile)
+	wantCode(t, probe(t, nil, "--redis", url), ExitOK, "")
+	for _, k := range []string{"LOCKCTL_REDIS_TLS_CA", "LOCKCTL_REDIS_TLS_CERT", "LOCKCTL_REDIS_TLS_KEY"} {
+		t.Setenv(k, "")
+	}
+
+	// Verification is on unless asked: the test CA is not a system root.
+	wantCode(t, probe(t, nil, append([]string{"--redis", url}, client...)...), ExitRedis, "certificate signed by unknown authority")
+	// The server wants a client certificate.
+	wantCode(t, probe(t, nil, "--redis", url, "--tls-ca", s.CAFile), ExitRedis, "rediss://"+s.Addr+"/0:")
+	// Plain TCP to a TLS port does not get an answer.
+	wantCode(t, probe(t, nil, "--redis", "redis://"+s.Addr+"/0", "--timeout", "1s"), ExitRedis, "redis://"+s.Addr+"/0:")
+
+	// Input errors: exit 2, naming the value.
+	wantCode(t, probe(t, nil, "--redis", "redis://"+s.Addr+"/0", "--tls-ca", s.CAFile), ExitUsage, "need a rediss:// URL")
+	wantCode(t, probe(t, nil, "--redis", url, "--tls-ca", "missing.pem"), ExitUsage, `--tls-ca "missing.pem": no such file or directory`)
+	wantCode(t, probe(t, nil, "--redis", url, "--tls-ca", s.KeyFile), ExitUsage, "holds no PEM certificate")
+	wantCode(t, probe(t, nil, "--redis", url, "--tls-cert", s.CertFile), ExitUsage, "--tls-cert and --tls-key go together")
+	wantCode(t, probe(t, nil, "--redis", url, "--tls-cert", s.CertFile, "--tls-key", s.CAFile), ExitUsage, "--tls-key")
+
+	// Without a client certificate requirement, the CA alone is enough.
+	open := redistest.StartTLS(t, "--tls-auth-clients", "no")
+	wantCode(t, probe(t, nil, "--redis", open.URL(), "--tls-ca", open.CAFile), ExitOK, "")
+}
+
+// TestConnectCluster reaches a real cluster through both spellings and
+// follows MOVED redirections to every primary.
+func TestConnectCluster(t *testing.T) {
+	isolate(t)
+	c := redistest.StartCluster(t, 3)
+	writeAll := func(conn *RedisConn) error {
+		if _, ok := conn.Client.(*redis.ClusterClient); !ok {
+			t.Errorf("client is %T, want *redis.ClusterClient", conn.Client)
+		}
+		ctx := context.Background()
+		for _, k := range []string{"t:cluster:a", "t:cluster:b", "t:cluster:c", "t:cluster:d"} {
+			if err := conn.Client.Set(ctx, k, "v", time.Minute).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	wantCode(t, probe(t, writeAll, "--redis", c.URL()), ExitOK, "")
+	wantCode(t, probe(t, writeAll, "--redis", "redis://"+c.Nodes[1].Addr, "--cluster"), ExitOK, "")
+	t.Setenv("LOCKCTL_REDIS_CLUSTER", "true")
+	wantCode(t, probe(t, writeAll, "--redis", "redis://"+c.Nodes[2].Addr+"/0"), ExitOK, "")
+	t.Setenv("LOCKCTL_REDIS_CLUSTER", "")
+
+	wantCode(t, probe(t, nil, "--redis", "redis://"+c.Nodes[0].Addr+"/3", "--cluster"), ExitUsage, `only database 0, not "3"`)
+	wantCode(t, probe(t, nil, "--redis", c.URL(), "--sentinel", c.Nodes[0].Addr, "--master-name", "m"), ExitUsage, "cannot be combined")
+	// A cluster node without --cluster answers, but redirects most keys.
+	r := probe(t, func(conn *RedisConn) error {
+		for _, k := range []string{"t:cluster:a", "t:cluster:b", "t:cluster:c", "t:cluster:d"} {
+			if err := conn.Client.Set(context.Background(), k, "v", time.Minute).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, "--redis", "redis://"+c.Nodes[0].Addr+"/0")
+	if r.code == ExitOK || !strings.Contains(r.errOut, "MOVED") {
+		t.Errorf("a standalone client on a cluster node wrote keys of every slot: %q", r.all())
+	}
+}
+
+// TestConnectSentinel connects through a sentinel by flags and by URL, and
+// keeps working on the new primary after a forced failover.
+func TestConnectSentinel(t *testing.T) {
+	isolate(t)
+	sn := redistest.StartSentinel(t)
+	ctx := context.Background()
+
+	r := probe(t, nil, "--sentinel", sn.Addr(), "--master-name", redistest.MasterName)
+	wantCode(t, r, ExitOK, "")
+	if r.out != "sentinel "+sn.Addr()+" master mymaster\n" {
+		t.Errorf("shown address %q", r.out)
+	}
+	wantCode(t, probe(t, nil, "--redis", "redis://127.0.0.1:1/0?master_name=mymaster&addr="+sn.Addr()), ExitOK, "")
+	t.Setenv("LOCKCTL_REDIS_SENTINEL", "127.0.0.1:1,"+sn.Addr())
+	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", redistest.MasterName)
+	wantCode(t, probe(t, nil), ExitOK, "")
+	t.Setenv("LOCKCTL_REDIS_SENTINEL", "")
+	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", "")
+	cfg := writeFile(t, "cfg.yaml", "redis:\n  sentinel:\n    - 127.0.0.1:1\n    - "+sn.Addr()+"\n  master_name: mymaster\n")
+	wantCode(t, probe(t, nil, "--config", cfg), ExitOK, "")
+
+	wantCode(t, probe(t, nil, "--sentinel", sn.Addr()), ExitUsage, "needs --master-name")
+	wantCode(t, probe(t, nil, "--sentinel", "sentinel-a", "--master-name", "m"), ExitUsage, `--sentinel address "sentinel-a" is not host:port`)
+	wantCode(t, probe(t, nil, "--master-name", "mymaster"), ExitUsage, "needs --sentinel")
+	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://"+sn.Addr()), ExitUsage, "/<master name>[/<db>]")
+	wantCode(t, probe(t, nil, "--sentinel", sn.Addr(), "--master-name", "nosuch", "--timeout", "2s"), ExitRedis, "sentinel "+sn.Addr()+" master nosuch:")
+
+	follow := func(conn *RedisConn) error {
+		if err := conn.Client.Set(ctx, "t:sentinel:before", "1", time.Minute).Err(); err != nil {
+			return err
+		}
+		// Replication is asynchronous: without WAIT a forced failover may
+		// promote the replica before it has the write.
+		if n, err := conn.Client.Do(ctx, "WAIT", 1, 2000).Int(); err != nil || n != 1 {
+			t.Fatalf("WAIT 1: %d replicas, %v", n, err)
+		}
+		newPrimary := sn.Failover(t)
+		direct := redis.NewClient(&redis.Options{Addr: newPrimary})
+		defer direct.Close()
+		// Until the client hears +switch-master, writes may still reach the
+		// demoted primary (and be lost when it resyncs: the failover hazard
+		// fencing tokens exist for) or fail; it must converge on the new one.
+		deadline := time.Now().Add(20 * time.Second)
+		for i := 0; ; i++ {
+			want := strconv.Itoa(i)
+			err := conn.Client.Set(ctx, "t:sentinel:after", want, time.Minute).Err()
+			if err == nil && direct.Get(ctx, "t:sentinel:after").Val() == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("client still not writing to the new primary %s after 20s: %v", newPrimary, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if v, err := direct.Get(ctx, "t:sentinel:before").Result(); v != "1" {
+			t.Errorf("write before failover lost: %q, %v", v, err)
+		}
+		return nil
+	}
+	wantCode(t, probe(t, follow, "--redis", sn.URL()), ExitOK, "")
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"redis://127.0.0.1:6379/0":                   "redis://127.0.0.1:6379/0",
+		"redis://u:p@h:1/0":                          "redis://u:***@h:1/0",
+		"redis://:p@h:1":                             "redis://:***@h:1",
+		"redis://u@h:1":                              "redis://u@h:1",
+		"rediss://u:p@ss@word@h:1/0":                 "rediss://u:***@h:1/0",
+		"redis+sentinel://u:p@a:1,b:2/m/0":           "redis+sentinel://u:***@a:1,b:2/m/0",
+		"redis://h:1/0?master_name=m&password=p&x=1": "redis://h:1/0?master_name=m&password=***&x=1",
+		"redis://u:p@h:1?sentinel_password=q":        "redis://u:***@h:1?sentinel_password=***",
+		"redis://u:p w@h:x:y/0":                      "redis://u:***@h:x:y/0",
+		"not a url":                                  "not a url",
+	}
+	for in, want := range cases {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

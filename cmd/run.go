@@ -341,7 +341,6 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	return superviseChild(ctx, opts, conn, lock, path)
 }
 
-
 // heldMessage says who holds the lock: owner, fence, remaining TTL.
 func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
 	waited := "--wait 0s"

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
@@ -26,7 +27,9 @@ var schemaJSON []byte
 // printed by `lockctl simulate schema`.
 func Schema() []byte { return slices.Clone(schemaJSON) }
 
-var compiledSchema = func() *jsonschema.Schema {
+// compiledSchema is compiled on first use, not at start-up: every lockctl
+// command would otherwise pay for it.
+var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
 	if err != nil {
 		panic(err) // the embedded schema is tested; this cannot happen at run time
@@ -36,7 +39,7 @@ var compiledSchema = func() *jsonschema.Schema {
 		panic(err)
 	}
 	return c.MustCompile("scenario.schema.json")
-}()
+})
 
 // FileError is an error in a scenario file: the line (1-based), the field
 // ("events[2].for", JSON-path style with 0-based indexes) and what is wrong.
@@ -103,7 +106,7 @@ func validate(root *yaml.Node) error {
 	if err != nil {
 		return &FileError{Line: root.Line, Msg: err.Error()}
 	}
-	err = compiledSchema.Validate(inst)
+	err = compiledSchema().Validate(inst)
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return err

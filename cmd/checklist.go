@@ -355,7 +355,8 @@ func newCmdChecklistSchema(f *Factory) *cobra.Command {
 		Short: "Print the task spec's JSON Schema (draft 2020-12)",
 		Long: `Print the JSON Schema every --spec file is validated against. Durations use
 the format "go-duration": a number with a unit (1500ms, 30s, 20m, 13h).`,
-		Args: cobra.NoArgs,
+		Example: "  lockctl checklist schema > lockctl-task.schema.json\n  # in a task spec, for editors:\n  # yaml-language-server: $schema=./lockctl-task.schema.json",
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := f.IO.Out.Write(checklist.Schema())
 			return err

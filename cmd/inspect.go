@@ -120,6 +120,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&keys, "key", nil, "exact Redis key to inspect (repeatable)")
+	f.addLockCompletion(cmd)
 	fl.BoolVar(&search, "search", false, "also find keys containing each VALUE (SCAN MATCH *VALUE*)")
 	fl.IntVar(&limit, "limit", 100, "most keys --search reports per value")
 	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")

@@ -86,7 +86,8 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
   lockctl simulate --file incident.yaml --expect safe
   lockctl simulate renewal-loss --cancel-on-loss=false --explore --runs 10000 --seed 7
   lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 --time-scale 0.01`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := f.Output(formatTable, formatJSON, formatYAML, formatMermaid)
 			if err != nil {
@@ -278,9 +279,10 @@ func unwrapPathError(err error) error {
 
 func newCmdSimulateSchema(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the JSON Schema of scenario files",
-		Args:  cobra.NoArgs,
+		Use:     "schema",
+		Short:   "Print the JSON Schema of scenario files",
+		Example: "  lockctl simulate schema > scenario.schema.json\n  # in a scenario file, for editors:\n  # yaml-language-server: $schema=./scenario.schema.json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := f.IO.Out.Write(simulate.Schema())
 			return err

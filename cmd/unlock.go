@@ -118,6 +118,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
+	f.addLockCompletion(cmd)
 	fl.StringVar(&owner, "owner", "", "owner token (or whole value) that must hold the lock")
 	fl.BoolVar(&force, "force", false, "delete whatever holds the lock, after confirmation")
 	fl.BoolVarP(&yes, "yes", "y", false, "confirm --force without a prompt")

@@ -96,6 +96,7 @@ same pipelined reads as inspect.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&keys, "key", nil, "exact Redis key to watch (repeatable)")
+	f.addLockCompletion(cmd)
 	fl.StringVar(&interval, "interval", "100ms", "time between samples")
 	fl.StringVar(&duration, "duration", "", "stop after this long (default: until Ctrl-C)")
 	addKeyFlags(cmd)

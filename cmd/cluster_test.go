@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -258,9 +259,12 @@ func TestCluster(t *testing.T) {
 		if !res.Agrees || res.Live.Verdict != res.Model.Verdict || res.Live.Verdict == "" {
 			t.Errorf("live %q vs model %q (agrees %v)", res.Live.Verdict, res.Model.Verdict, res.Agrees)
 		}
+		var mu sync.Mutex
 		var left []string
 		_ = rdb.ForEachMaster(bg, func(ctx context.Context, n *redis.Client) error {
 			k, err := n.Keys(ctx, "lockctl:sim:*").Result()
+			mu.Lock()
+			defer mu.Unlock()
 			left = append(left, k...)
 			return err
 		})

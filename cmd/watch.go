@@ -137,15 +137,16 @@ func watchRun(opts *WatchOptions) error {
 	for {
 		at := time.Now()
 		locks, err := reader.Read(ctx, conn.Client, res.keys)
+		now := time.Now()
 		switch {
 		case err == nil && !failingSince.IsZero():
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s answers again after %s\n", conn.URL, lockcore.FormatDuration(at.Sub(failingSince).Truncate(time.Millisecond)))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s answers again after %s\n", conn.URL, lockcore.FormatDuration(now.Sub(failingSince).Truncate(time.Millisecond)))
 			failingSince = time.Time{}
 		case err == nil:
-		case ctx.Err() != nil || !retryable(err) || (!failingSince.IsZero() && at.Sub(failingSince) > conn.Timeout):
+		case ctx.Err() != nil || !retryable(err) || (!failingSince.IsZero() && now.Sub(failingSince) > conn.Timeout):
 			return watchEnd(opts, ctx, conn, err)
 		case failingSince.IsZero():
-			failingSince = at
+			failingSince = now
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s: %v; retrying for up to %s (--timeout)\n", conn.URL, err, lockcore.FormatDuration(conn.Timeout))
 		}
 		for _, l := range locks {

@@ -247,7 +247,9 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("simulate", func(t *testing.T) {
-		p, code := runLockctl(t, url, "simulate", "stale-writer", "--redis", url, "-o", "json")
+		// Time scale 0.05 (not the default 0.01): the live run must keep its
+		// timings on a loaded 2-core machine under -race.
+		p, code := runLockctl(t, url, "simulate", "stale-writer", "--redis", url, "--time-scale", "0.05", "-o", "json")
 		var res struct {
 			Model  struct{ Verdict string } `json:"model"`
 			Live   struct{ Verdict string } `json:"live"`

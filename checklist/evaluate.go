@@ -51,6 +51,9 @@ type Options struct {
 	// Policy gives the thresholds: the lease for a budget and mode, the cap,
 	// the renewal interval (lockcore.Policy; --lease-cap etc. change it).
 	Policy lockcore.Policy
+	// Cluster makes CrossCheck apply the Redis Cluster rule: a spec's lock
+	// and fence keys for the value must share a hash slot.
+	Cluster bool
 }
 
 // Blank returns the checklist without a spec: every item, status manual.

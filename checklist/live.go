@@ -35,7 +35,10 @@ type Reader interface {
 // commit_check.fence-counter fail, and a live PTTL above the spec's lease (or
 // no expiry at all) makes lease.matches-policy fail, both with the observed
 // values. specs and r.Tasks are in the same order (as Evaluate returns them).
-// It returns the first Redis error.
+// It returns the first Redis error. With opts.Cluster, a spec whose
+// templates put the lock and fence keys on two hash slots fails
+// lock_key.cluster-slot with both slots, and a value that does so under
+// sound templates (a brace in it) is an error wrapping lockcore.ErrCrossSlot.
 func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value string, opts Options) error {
 	for i, s := range specs {
 		ks, err := lockcore.NewKeySpec(s.Lock.Field, s.Lock.KeyTemplate, s.Lock.FenceTemplate, false)
@@ -43,6 +46,23 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 			continue // lock_key.per-object already fails; there are no keys to read
 		}
 		k := ks.Keys(value)
+		// On a cluster, a template that splits the two keys fails
+		// lock_key.cluster-slot whatever the spec's lock.cluster says; a
+		// value that splits them under a sound template is the caller's
+		// input error.
+		var slotReason string
+		slotPath := "lock.key_template"
+		if s.Lock.FenceTemplate != "" {
+			slotPath = "lock.fence_template"
+		}
+		if opts.Cluster {
+			if _, err := lockcore.NewKeySpec(s.Lock.Field, s.Lock.KeyTemplate, s.Lock.FenceTemplate, true); err != nil {
+				slotReason = fmt.Sprintf("live: the server is a Redis Cluster and lock key %s (slot %d) and fence key %s (slot %d) are on different slots: put the value in a hash tag, e.g. lock:{field}:{{{value}}}",
+					k.Lock, lockcore.Slot(k.Lock), k.Fence, lockcore.Slot(k.Fence))
+			} else if err := k.SameSlot(); err != nil {
+				return fmt.Errorf("value %q cannot be locked in a Redis Cluster: %w (a { or } in it changes the part of the key Redis hashes)", value, err)
+			}
+		}
 		obs := &Observation{Value: value, LockKey: k.Lock, FenceKey: k.Fence}
 		pttl, err := rd.PTTL(ctx, k.Lock).Result()
 		if err != nil {
@@ -72,6 +92,10 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 		for j := range t.Items {
 			it := &t.Items[j]
 			switch {
+			case it.ID == "lock_key.cluster-slot" && slotReason != "":
+				it.Status = StatusFail
+				it.Reason = slotReason
+				it.Line = s.Line(slotPath)
 			case it.ID == "commit_check.fence-counter" && s.Lock.Fencing == "counter" && !obs.FenceExists:
 				it.Status = StatusFail
 				it.Reason = fmt.Sprintf("live: the spec claims a fence counter but %s does not exist (lock %s PTTL %dms)", k.Fence, k.Lock, obs.PTTLMS)

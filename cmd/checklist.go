@@ -216,10 +216,14 @@ func crossCheck(opts *ChecklistOptions, report *checklist.Report, specs []*check
 		return err
 	}
 	defer conn.Close()
+	eo.Cluster = conn.Cluster
 	// Each call is bounded by the client's --timeout.
 	if err := checklist.CrossCheck(opts.Ctx, conn.Client, report, specs, opts.Value, eo); err != nil {
 		if opts.Ctx.Err() != nil {
 			return opts.Ctx.Err()
+		}
+		if errors.Is(err, lockcore.ErrCrossSlot) {
+			return usageErrorf("%v", err)
 		}
 		return redisError(conn.URL, err)
 	}

@@ -169,6 +169,22 @@ func keySpecSetting(v *viper.Viper, cluster bool) (*lockcore.KeySpec, error) {
 	return ks, nil
 }
 
+// keysFor builds the lock and fence keys of one business value (what names
+// it in errors: `value "a}b"` or `--key "k"`). On a cluster it refuses, exit
+// 2, keys on two hash slots: a '{' or '}' in the value can move the hash tag
+// of the default templates (lockcore.KeySpec.Keys), and the acquire script
+// would then fail with CROSSSLOT. Every command that builds keys from a value
+// goes through here.
+func keysFor(ks *lockcore.KeySpec, value, what string, cluster bool) (lockcore.Keys, error) {
+	k := ks.Keys(value)
+	if cluster {
+		if err := k.SameSlot(); err != nil {
+			return k, usageErrorf("%s cannot be locked in a Redis Cluster: %v (a { or } in it changes the part of the key Redis hashes)", what, err)
+		}
+	}
+	return k, nil
+}
+
 // choice checks a value against the accepted ones.
 func choice(name, value string, accepted ...string) error {
 	for _, a := range accepted {

@@ -54,6 +54,9 @@ type RedisConn struct {
 	URL string
 	// Timeout bounds each Redis call.
 	Timeout time.Duration
+	// Cluster is true for a Redis Cluster client (*redis.ClusterClient):
+	// the lock and fence keys must then share a hash slot (keysFor).
+	Cluster bool
 }
 
 // Close closes the client.
@@ -93,7 +96,8 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		}
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
-	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout}, nil
+	_, cluster := client.(*redis.ClusterClient)
+	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster}, nil
 }
 
 // scrub replaces every known secret in s with ***.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
-	"github.com/redis/go-redis/v9"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -211,7 +210,10 @@ func resolveKeys(opts *InspectOptions, cluster bool) (*resolved, error) {
 		}
 	}
 	for _, v := range opts.Values {
-		k := ks.Keys(v)
+		k, err := keysFor(ks, v, fmt.Sprintf("value %q", v), cluster)
+		if err != nil {
+			return nil, err
+		}
 		if k.Lock == "" {
 			return nil, usageErrorf("the key template builds an empty key for value %q", v)
 		}
@@ -225,10 +227,9 @@ func resolveKeys(opts *InspectOptions, cluster bool) (*resolved, error) {
 }
 
 func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) *inspect.Reader {
-	_, cluster := conn.Client.(*redis.ClusterClient)
 	return &inspect.Reader{Options: inspect.Options{
 		LeaseCap: opts.LeaseCap,
-		Cluster:  cluster,
+		Cluster:  conn.Cluster,
 		FenceKey: func(lockKey string) string {
 			if f, ok := fences[lockKey]; ok {
 				return f
@@ -252,8 +253,7 @@ func inspectRun(opts *InspectOptions) error {
 	if opts.Pattern != "" {
 		return inspectScan(opts, conn)
 	}
-	_, cluster := conn.Client.(*redis.ClusterClient)
-	res, err := resolveKeys(opts, cluster)
+	res, err := resolveKeys(opts, conn.Cluster)
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,11 @@ type RunOptions struct {
 	Printer *Printer
 	// Redis connects to the configured server (Factory.Redis).
 	Redis func(context.Context) (*RedisConn, error)
-	Keys  lockcore.Keys
-	Lease lockcore.Lease
+	// Keys are built for a standalone server; KeysFor rebuilds them with the
+	// cluster rules once the connection turns out to be a cluster (keysFor).
+	Keys    lockcore.Keys
+	KeysFor func(cluster bool) (lockcore.Keys, error)
+	Lease   lockcore.Lease
 	// Wait is how long to retry while the lock is held (0: one attempt).
 	Wait    time.Duration
 	Backoff lockcore.Backoff
@@ -114,7 +117,9 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
-			if opts.Keys, err = keysSetting(f.Config, value, key); err != nil {
+			v := f.Config
+			opts.KeysFor = func(cluster bool) (lockcore.Keys, error) { return keysSetting(v, value, key, cluster) }
+			if opts.Keys, err = opts.KeysFor(false); err != nil {
 				return err
 			}
 			if opts.Lease, err = leaseSetting(f.Config, budget, mode); err != nil {
@@ -190,20 +195,22 @@ func lockValue(args []string, haveKey bool) (string, error) {
 }
 
 // keysSetting builds the lock and fence keys from VALUE and the key
-// templates, or from an exact --key (the fence template still applies).
-func keysSetting(v *viper.Viper, value, key string) (lockcore.Keys, error) {
+// templates, or from an exact --key (the fence template still applies). With
+// cluster set, templates and values that put the two keys on different hash
+// slots are refused (exit 2, both slots named).
+func keysSetting(v *viper.Viper, value, key string, cluster bool) (lockcore.Keys, error) {
 	if key != "" {
-		ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), "{value}", v.GetString(keyFenceTemplate), false)
+		ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), "{value}", v.GetString(keyFenceTemplate), cluster)
 		if err != nil {
 			return lockcore.Keys{}, usageErrorf("%v", err)
 		}
-		return ks.Keys(key), nil
+		return keysFor(ks, key, fmt.Sprintf("--key %q", key), cluster)
 	}
-	ks, err := keySpecSetting(v, false)
+	ks, err := keySpecSetting(v, cluster)
 	if err != nil {
 		return lockcore.Keys{}, err
 	}
-	return ks.Keys(value), nil
+	return keysFor(ks, value, fmt.Sprintf("value %q", value), cluster)
 }
 
 // leaseSetting applies the configured policy to --budget and --mode.
@@ -329,6 +336,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return err
 	}
 	defer conn.Close()
+	if conn.Cluster && opts.KeysFor != nil {
+		if opts.Keys, err = opts.KeysFor(true); err != nil {
+			return err
+		}
+	}
 	lock, err := lockcore.NewLocker(conn.Client).AcquireWait(ctx, opts.Keys, opts.Lease.Lease, opts.Wait, opts.Backoff)
 	var held *lockcore.HeldError
 	switch {

@@ -314,6 +314,12 @@ func simulateLive(opts *SimulateOptions, model simulate.Result) error {
 		return err
 	}
 	defer conn.Close()
+	if conn.Cluster && opts.Prefix != "" {
+		k := lockcore.Keys{Lock: opts.Prefix + "lock", Fence: opts.Prefix + "fence"}
+		if err := k.SameSlot(); err != nil {
+			return usageErrorf("prefix %q in a Redis Cluster: %v; put a hash tag in it, e.g. lockctl:sim:{mine}:", opts.Prefix, err)
+		}
+	}
 	ctx := opts.Ctx
 	if ctx == nil {
 		ctx = context.Background()

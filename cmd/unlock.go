@@ -35,6 +35,9 @@ type UnlockOptions struct {
 	Printer *Printer
 	Redis   func(context.Context) (*RedisConn, error)
 	Key     string
+	// KeysFor rebuilds the keys with the cluster rules (keysFor) once the
+	// connection turns out to be a cluster; nil skips the check.
+	KeysFor func(cluster bool) (lockcore.Keys, error)
 	// Owner is the owner token (or the whole lock value) --owner gave.
 	Owner string
 	Force bool
@@ -94,7 +97,9 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
-			keys, err := keysSetting(f.Config, value, key)
+			v := f.Config
+			buildKeys := func(cluster bool) (lockcore.Keys, error) { return keysSetting(v, value, key, cluster) }
+			keys, err := buildKeys(false)
 			if err != nil {
 				return err
 			}
@@ -108,7 +113,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 			}
 			opts := &UnlockOptions{
 				IO: f.IO, InTTY: readerIsTerminal(f.IO.In), Printer: f.newPrinter(format), Redis: f.Redis,
-				Key: keys.Lock, Owner: owner, Force: force, Yes: yes,
+				Key: keys.Lock, KeysFor: buildKeys, Owner: owner, Force: force, Yes: yes,
 			}
 			if runF != nil {
 				return runF(opts)
@@ -140,6 +145,11 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 		return err
 	}
 	defer conn.Close()
+	if conn.Cluster && opts.KeysFor != nil {
+		if _, err := opts.KeysFor(true); err != nil {
+			return err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	res, err := readLock(cctx, conn.Client, opts.Key)

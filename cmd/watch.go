@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
@@ -51,7 +52,9 @@ print one line per event:
   RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
 
 -o jsonl prints one JSON object per event. Read-only: each sample is the
-same pipelined reads as inspect.`,
+same pipelined reads as inspect. A sample that fails (a dropped connection,
+a Sentinel failover, a cluster resharding) is retried for up to --timeout,
+with one line on stderr, before watch gives up with exit 3.`,
 		Example: `  lockctl watch order-demo-001
   lockctl watch --key concurrent-test2 --interval 1s --renew-bound 1m -o jsonl
   lockctl watch order-demo-001 --duration 30s`,
@@ -117,8 +120,7 @@ func watchRun(opts *WatchOptions) error {
 	}
 	defer conn.Close()
 	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
-	_, cluster := conn.Client.(*redis.ClusterClient)
-	res, err := resolveKeys(iopts, cluster)
+	res, err := resolveKeys(iopts, conn.Cluster)
 	if err != nil {
 		return err
 	}
@@ -132,11 +134,21 @@ func watchRun(opts *WatchOptions) error {
 	st := opts.Printer.Styles
 	tick := time.NewTicker(opts.Interval)
 	defer tick.Stop()
+	var failingSince time.Time
 	for {
 		at := time.Now()
 		locks, err := reader.Read(ctx, conn.Client, res.keys)
-		if err != nil {
+		now := time.Now()
+		switch {
+		case err == nil && !failingSince.IsZero():
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s answers again after %s\n", conn.URL, lockcore.FormatDuration(now.Sub(failingSince).Truncate(time.Millisecond)))
+			failingSince = time.Time{}
+		case err == nil:
+		case ctx.Err() != nil || !retryable(err) || (!failingSince.IsZero() && now.Sub(failingSince) > conn.Timeout):
 			return watchEnd(opts, ctx, conn, err)
+		case failingSince.IsZero():
+			failingSince = now
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s: %v; retrying for up to %s (--timeout)\n", conn.URL, err, lockcore.FormatDuration(conn.Timeout))
 		}
 		for _, l := range locks {
 			for _, e := range differs[l.Key].Next(inspect.SampleOf(l, at)) {
@@ -156,6 +168,14 @@ func watchRun(opts *WatchOptions) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// retryable says whether a failed sample is worth repeating: a dropped
+// connection, a primary being demoted or promoted (a Sentinel failover kills
+// the old primary's clients; READONLY, LOADING, MASTERDOWN), a cluster
+// resharding or down. Refused credentials or ACL permissions are final.
+func retryable(err error) bool {
+	return !redis.IsAuthError(err) && !redis.IsPermissionError(err)
 }
 
 // watchEnd maps how the sampling loop stopped: --duration elapsed is

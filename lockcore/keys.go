@@ -196,6 +196,21 @@ func (ks *KeySpec) Keys(value string) Keys {
 	return k
 }
 
+// ErrCrossSlot is wrapped by SameSlot's error.
+var ErrCrossSlot = errors.New("lock and fence keys on different cluster slots")
+
+// SameSlot returns nil when the lock and fence keys hash to one Redis Cluster
+// slot, as the acquire script needs (it touches both keys; a cluster refuses
+// a script over two slots with CROSSSLOT: Redis Cluster specification,
+// "Hash tags"). Otherwise it returns an error wrapping ErrCrossSlot that
+// names both keys and their slots (0-16383).
+func (k Keys) SameSlot() error {
+	if a, b := Slot(k.Lock), Slot(k.Fence); a != b {
+		return fmt.Errorf("%w: lock key %q is on slot %d, fence key %q on slot %d", ErrCrossSlot, k.Lock, a, k.Fence, b)
+	}
+	return nil
+}
+
 // FenceKeyFor returns the default fence counter key for a lock key, on the
 // same cluster slot: "<key>:fence" when the key has a hash tag of its own,
 // else "{<key>}:fence" (the whole lock key becomes the hash tag).

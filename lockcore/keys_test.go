@@ -92,6 +92,29 @@ func TestKeySpecClusterCrossSlot(t *testing.T) {
 	}
 }
 
+// TestKeysSameSlot: a brace in the value can split the default templates'
+// keys ("a}b": 7409 vs 10768); a hash-tag template keeps them together.
+func TestKeysSameSlot(t *testing.T) {
+	def, err := NewKeySpec("", "", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := def.Keys("order-demo-001").SameSlot(); err != nil {
+		t.Errorf("order-demo-001: %v", err)
+	}
+	err = def.Keys("a}b").SameSlot()
+	if !errors.Is(err, ErrCrossSlot) || !strings.Contains(err.Error(), "slot 7409") || !strings.Contains(err.Error(), "slot 10768") {
+		t.Errorf("a}b: %v", err)
+	}
+	tagged, err := NewKeySpec("", "lock:{field}:{{{value}}}", "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tagged.Keys("a}b").SameSlot(); err != nil {
+		t.Errorf("a}b with a hash tag template: %v", err)
+	}
+}
+
 func TestParseValue(t *testing.T) {
 	f, o, err := ParseValue("34:0123456789abcdef0123456789abcdef")
 	if err != nil || f != 34 || o != "0123456789abcdef0123456789abcdef" {

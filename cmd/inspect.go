@@ -18,6 +18,7 @@ import (
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 )
 
 const formatJSONL = "jsonl"
@@ -105,12 +106,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if opts.ExpectOwner, err = parseOwner(owner); err != nil {
 				return err
 			}
-			v := f.Config
-			if _, err := keySpecSetting(v, false); err != nil {
+			if opts.KeySpec, opts.FenceFor, err = lockKeySettings(f.Config); err != nil {
 				return err
 			}
-			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
-			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
 			if runF != nil {
 				return runF(opts)
 			}
@@ -170,6 +168,17 @@ func parseOwner(s string) ([]byte, error) {
 		return b, nil
 	}
 	return []byte(s), nil
+}
+
+// lockKeySettings checks the lock.* templates now (a bad one is exit 2
+// before connecting) and returns how to build keys once the connection says
+// whether it is a cluster, and the fence key of a key met without its value.
+func lockKeySettings(v *viper.Viper) (func(cluster bool) (*lockcore.KeySpec, error), func(string) string, error) {
+	if _, err := keySpecSetting(v, false); err != nil {
+		return nil, nil, err
+	}
+	spec := func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
+	return spec, fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate)), nil
 }
 
 // fenceFor returns the fence counter key of a lock key met without its

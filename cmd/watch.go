@@ -85,12 +85,9 @@ with one line on stderr, before watch gives up with exit 3.`,
 				return err
 			}
 			opts.RenewBound, opts.LeaseCap = pol.RenewBound, pol.LeaseCap
-			v := f.Config
-			if _, err := keySpecSetting(v, false); err != nil {
+			if opts.KeySpec, opts.FenceFor, err = lockKeySettings(f.Config); err != nil {
 				return err
 			}
-			opts.KeySpec = func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
-			opts.FenceFor = fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate))
 			if runF != nil {
 				return runF(opts)
 			}

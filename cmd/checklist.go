@@ -267,7 +267,7 @@ func checklistTable(t *TableView, r *checklist.Report) {
 			if o.FenceExists {
 				fence = "= " + o.Fence
 			}
-			t.Line("live %s: %s PTTL %dms; fence %s %s", o.Value, o.LockKey, o.PTTLMS, o.FenceKey, fence)
+			t.Line("live %s: %s %s; fence %s %s", o.Value, o.LockKey, checklist.PTTLText(o.PTTLMS), o.FenceKey, fence)
 		}
 	}
 	t.Line("")

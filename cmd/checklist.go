@@ -355,6 +355,8 @@ func newCmdChecklistSchema(f *Factory) *cobra.Command {
 		Short: "Print the task spec's JSON Schema (draft 2020-12)",
 		Long: `Print the JSON Schema every --spec file is validated against. Durations use
 the format "go-duration": a number with a unit (1500ms, 30s, 20m, 13h).`,
+		Example: `  lockctl checklist schema > lockctl-task.schema.json
+  # VS Code (redhat.vscode-yaml) in settings.json: "yaml.schemas": {"lockctl-task.schema.json": "tasks/*.yaml"}`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := f.IO.Out.Write(checklist.Schema())

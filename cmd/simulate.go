@@ -280,7 +280,11 @@ func newCmdSimulateSchema(f *Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of scenario files",
-		Args:  cobra.NoArgs,
+		Long: `Print the JSON Schema (draft 2020-12) every --file scenario is validated
+against. Durations are strings with a unit (500ms, 30s, 20m, 13h).`,
+		Example: `  lockctl simulate schema > scenario.schema.json
+  lockctl simulate schema | jq '."$defs".event.properties.do.enum'   # the event actions`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := f.IO.Out.Write(simulate.Schema())
 			return err

@@ -214,6 +214,20 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
 	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
 	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of every key it writes (default "lockctl:sim:{<random>}:"); they are deleted at the end`)
+	cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return simulate.BuiltinNames(), cobra.ShellCompDirectiveNoFileComp
+	}
+	for name, values := range map[string][]string{
+		"mode":         {"trusted", "ordinary"},
+		"fence-source": {simulate.FenceRedis, simulate.FenceStore},
+		"check":        {simulate.CheckNone, simulate.CheckTTL},
+		"expect":       {simulate.VerdictSafe, simulate.VerdictUnsafe},
+	} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
 	return cmd
 }
 

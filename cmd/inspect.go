@@ -514,10 +514,18 @@ func holderLine(l inspect.Lock) string {
 	return strings.Join(parts, ", ")
 }
 
+// plural is "1 lock" or "n locks".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 func summaryLine(s inspect.Summary) string {
-	line := fmt.Sprintf("%d locks", s.Locks)
+	line := plural(s.Locks, "lock", "locks")
 	if s.Companions > 0 {
-		line += fmt.Sprintf(" (+%d companion keys)", s.Companions)
+		line += " (+" + plural(s.Companions, "companion key", "companion keys") + ")"
 	}
 	if s.Interrupted {
 		line += " (interrupted: partial)"

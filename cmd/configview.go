@@ -87,6 +87,9 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	for _, k := range keys {
 		env := "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
 		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: "default", Env: env}
+		if k == keyRedisSentinel { // a string or a YAML list
+			s.Value = strings.Join(listSetting(f.Config, k), ",")
+		}
 		_, envSet := os.LookupEnv(env)
 		switch {
 		case flags[k] != nil && flags[k].Changed:

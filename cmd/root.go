@@ -78,6 +78,7 @@ a long task's design, and runs a command under a renewed, fenced lock.
 
 Read-only: inspect, watch, lease, simulate (without --redis), checklist.
 Writing: run, unlock, simulate --redis (under its own key prefix).`,
+		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -133,6 +134,8 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs
+	// --version as gh and etcdctl offer it, the same line as `lockctl version`.
+	root.SetVersionTemplate(versionLine(currentVersion()) + "\n")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -50,8 +51,17 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 }
 
 func versionRun(opts *VersionOptions) error {
-	v := VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := currentVersion()
 	return opts.Printer.Print(v, func(t *TableView) {
-		t.Line("lockctl %s (commit %s, built %s, %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
+		t.Line("%s", versionLine(v))
 	})
+}
+
+func currentVersion() VersionInfo {
+	return VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// versionLine is the line `lockctl version` and `lockctl --version` print.
+func versionLine(v VersionInfo) string {
+	return fmt.Sprintf("lockctl %s (commit %s, built %s, %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
 }

@@ -49,8 +49,9 @@ func NewCmdChecklist(f *Factory, runF func(*ChecklistOptions) error) *cobra.Comm
 	var specs []string
 	var failOn, value string
 	cmd := &cobra.Command{
-		Use:   "checklist [--spec FILE|GLOB...]",
-		Short: "Review a long task's design: print the checklist, or evaluate a task spec (CI gate)",
+		Use:         "checklist [--spec FILE|GLOB...]",
+		Annotations: outputFormats(checklistFormats),
+		Short:       "Review a long task's design: print the checklist, or evaluate a task spec (CI gate)",
 		Long: `Review one long task from its entry to its last side effect, in the order
 of the task's life: identity, lock_key, lease, cancellation, commit_check,
 recovery. Each item has a stable id, the question, why it matters, how to

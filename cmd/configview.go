@@ -41,8 +41,9 @@ func NewCmdConfig(f *Factory, runF func(*ConfigViewOptions) error) *cobra.Comman
 		Args:  cobra.NoArgs,
 	}
 	view := &cobra.Command{
-		Use:   "view",
-		Short: "Show every setting, its effective value and where it came from (flag, env, file, default)",
+		Use:         "view",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Show every setting, its effective value and where it came from (flag, env, file, default)",
 		Long: `Show every setting, its effective value and where it came from.
 
 Precedence: flag > LOCKCTL_* environment variable > config file (--config,

@@ -112,7 +112,10 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	flagConfigKey(pf, "tls-insecure", keyRedisTLSInsecure)
 	pf.StringP("output", "o", "", "output format: table, json, yaml (some commands offer more)")
 	flagConfigKey(pf, "output", keyOutput)
-	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if formats, ok := cmd.Annotations[outputFormatsKey]; ok {
+			return strings.Split(formats, ","), cobra.ShellCompDirectiveNoFileComp
+		}
 		return allFormats, cobra.ShellCompDirectiveNoFileComp
 	})
 	pf.String("timeout", "", "timeout of each Redis call (default 5s)")

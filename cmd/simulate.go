@@ -54,8 +54,9 @@ func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Comman
 		prefix                                 string
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate [SCENARIO] [flags]",
-		Short: "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
+		Use:         "simulate [SCENARIO] [flags]",
+		Annotations: outputFormats(simulateFormats),
+		Short:       "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
 		Long: `Replay a lock failure on a deterministic virtual clock (ms, no sleeping):
 processes with a worker and a renewer, a lock service (SET NX PX, owner-checked
 or blind renew/release, a fence counter, expiry on the server's clock,
@@ -88,7 +89,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
   lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 --time-scale 0.01`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := f.Output(formatTable, formatJSON, formatYAML, formatMermaid)
+			format, err := f.Output(simulateFormats...)
 			if err != nil {
 				return err
 			}

@@ -32,10 +32,11 @@ type VersionOptions struct {
 // NewCmdVersion returns `lockctl version`; runF replaces the run function in tests.
 func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print lockctl's version, commit, build date and Go version",
-		Example: "  lockctl version\n  lockctl version -o json",
-		Args:    cobra.NoArgs,
+		Use:         "version",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Print lockctl's version, commit, build date and Go version",
+		Example:     "  lockctl version\n  lockctl version -o json",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := f.Output(dataFormats...)
 			if err != nil {

@@ -98,7 +98,7 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 				it.Line = s.Line(slotPath)
 			case it.ID == "commit_check.fence-counter" && s.Lock.Fencing == "counter" && !obs.FenceExists:
 				it.Status = StatusFail
-				it.Reason = fmt.Sprintf("live: the spec claims a fence counter but %s does not exist (lock %s PTTL %dms)", k.Fence, k.Lock, obs.PTTLMS)
+				it.Reason = fmt.Sprintf("live: the spec claims a fence counter but %s does not exist (lock %s %s)", k.Fence, k.Lock, PTTLText(obs.PTTLMS))
 				it.Line = s.Line("lock.fencing")
 			case it.ID == "lease.matches-policy" && obs.PTTLMS == -1:
 				it.Status = StatusFail
@@ -111,6 +111,18 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 	}
 	r.Tally()
 	return nil
+}
+
+// PTTLText describes a PTTL in ms as Redis reports it: "PTTL 899980ms",
+// "PTTL -1, no expiry" or "PTTL -2, absent" (no key).
+func PTTLText(ms int64) string {
+	switch ms {
+	case -2:
+		return "PTTL -2, absent"
+	case -1:
+		return "PTTL -1, no expiry"
+	}
+	return fmt.Sprintf("PTTL %dms", ms)
 }
 
 // pttlMS maps go-redis' PTTL reply to Redis' convention: -2 no key, -1 no

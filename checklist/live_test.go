@@ -44,7 +44,7 @@ func TestCrossCheck(t *testing.T) {
 		{"drifted", StatusFail, "live: the spec claims a fence counter but {lock:OrderId:drifted}:fence does not exist", StatusFail, "above the spec's lease 1m (60000ms)"},
 		{"forever", StatusPass, "", StatusFail, "live: lock:OrderId:forever has no expiry (PTTL -1)"},
 		{"healthy", StatusPass, "", StatusPass, ""},
-		{"absent", StatusFail, "does not exist (lock lock:OrderId:absent PTTL -2ms)", StatusPass, ""},
+		{"absent", StatusFail, "does not exist (lock lock:OrderId:absent PTTL -2, absent)", StatusPass, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.value, func(t *testing.T) {

@@ -49,8 +49,9 @@ func NewCmdChecklist(f *Factory, runF func(*ChecklistOptions) error) *cobra.Comm
 	var specs []string
 	var failOn, value string
 	cmd := &cobra.Command{
-		Use:   "checklist [--spec FILE|GLOB...]",
-		Short: "Review a long task's design: print the checklist, or evaluate a task spec (CI gate)",
+		Use:         "checklist [--spec FILE|GLOB...]",
+		Annotations: outputFormats(checklistFormats),
+		Short:       "Review a long task's design: print the checklist, or evaluate a task spec (CI gate)",
 		Long: `Review one long task from its entry to its last side effect, in the order
 of the task's life: identity, lock_key, lease, cancellation, commit_check,
 recovery. Each item has a stable id, the question, why it matters, how to
@@ -271,7 +272,7 @@ func checklistTable(t *TableView, r *checklist.Report) {
 			if o.FenceExists {
 				fence = "= " + o.Fence
 			}
-			t.Line("live %s: %s PTTL %dms; fence %s %s", o.Value, o.LockKey, o.PTTLMS, o.FenceKey, fence)
+			t.Line("live %s: %s %s; fence %s %s", o.Value, o.LockKey, checklist.PTTLText(o.PTTLMS), o.FenceKey, fence)
 		}
 	}
 	t.Line("")
@@ -359,8 +360,9 @@ func newCmdChecklistSchema(f *Factory) *cobra.Command {
 		Short: "Print the task spec's JSON Schema (draft 2020-12)",
 		Long: `Print the JSON Schema every --spec file is validated against. Durations use
 the format "go-duration": a number with a unit (1500ms, 30s, 20m, 13h).`,
-		Example: "  lockctl checklist schema > lockctl-task.schema.json\n  # in a task spec, for editors:\n  # yaml-language-server: $schema=./lockctl-task.schema.json",
-		Args:    cobra.NoArgs,
+		Example: `  lockctl checklist schema > lockctl-task.schema.json
+  # VS Code (redhat.vscode-yaml) in settings.json: "yaml.schemas": {"lockctl-task.schema.json": "tasks/*.yaml"}`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := f.IO.Out.Write(checklist.Schema())
 			return err

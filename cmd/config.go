@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,8 +110,45 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		if err := v.ReadInConfig(); err != nil {
 			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 		}
+		if err := checkConfigKeys(path); err != nil {
+			return nil, "", err
+		}
 	}
 	return v, path, nil
+}
+
+// checkConfigKeys refuses a config file with a key lockctl does not know (a
+// typo such as policy.lease_cpa would otherwise leave the default in force
+// silently), naming the key and what its section accepts.
+func checkConfigKeys(path string) error {
+	fv := viper.New()
+	fv.SetConfigFile(path)
+	fv.SetConfigType("yaml")
+	if err := fv.ReadInConfig(); err != nil {
+		return usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
+	}
+	for _, k := range fv.AllKeys() {
+		if _, ok := configDefaults[k]; ok {
+			continue
+		}
+		section, _, nested := strings.Cut(k, ".")
+		accepted := map[string]bool{}
+		for known := range configDefaults {
+			if ks, rest, kn := strings.Cut(known, "."); nested && kn && ks == section {
+				accepted[rest] = true
+			}
+		}
+		where := "accepted in " + section
+		if len(accepted) == 0 { // a top-level key, or an unknown section
+			where = "accepted at the top level"
+			for known := range configDefaults {
+				ks, _, _ := strings.Cut(known, ".")
+				accepted[ks] = true
+			}
+		}
+		return usageErrorf("config file %q: unknown key %s; %s: %s", path, k, where, strings.Join(slices.Sorted(maps.Keys(accepted)), ", "))
+	}
+	return nil
 }
 
 func findConfigFile() string {

@@ -41,8 +41,9 @@ func NewCmdConfig(f *Factory, runF func(*ConfigViewOptions) error) *cobra.Comman
 		Args:  cobra.NoArgs,
 	}
 	view := &cobra.Command{
-		Use:   "view",
-		Short: "Show every setting, its effective value and where it came from (flag, env, file, default)",
+		Use:         "view",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Show every setting, its effective value and where it came from (flag, env, file, default)",
 		Long: `Show every setting, its effective value and where it came from.
 
 Precedence: flag > LOCKCTL_* environment variable > config file (--config,
@@ -87,6 +88,9 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	for _, k := range keys {
 		env := "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
 		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: "default", Env: env}
+		if k == keyRedisSentinel { // a string or a YAML list
+			s.Value = strings.Join(listSetting(f.Config, k), ",")
+		}
 		_, envSet := os.LookupEnv(env)
 		switch {
 		case flags[k] != nil && flags[k].Changed:

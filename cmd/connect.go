@@ -123,14 +123,16 @@ func secretParam(name string) bool { return name == "password" || name == "senti
 
 // RedactURL replaces the password of a Redis URL (userinfo and the password=
 // and sentinel_password= query options) with ***. It works on text, so a URL
-// that does not parse is redacted too.
+// that does not parse, or has no scheme (user:pw@host:port), is redacted too.
 func RedactURL(raw string) string {
 	s := raw
-	if scheme, rest, ok := strings.Cut(s, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if user, _, has := strings.Cut(rest[:at], ":"); has {
-				s = scheme + "://" + user + ":***" + rest[at:]
-			}
+	prefix, rest := "", s
+	if scheme, r, ok := strings.Cut(s, "://"); ok {
+		prefix, rest = scheme+"://", r
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		if user, _, has := strings.Cut(rest[:at], ":"); has {
+			s = prefix + user + ":***" + rest[at:]
 		}
 	}
 	base, q, ok := strings.Cut(s, "?")
@@ -154,6 +156,11 @@ func RedactURL(raw string) string {
 // (redacted) value and what is accepted; the caller scrubs secrets.
 func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 	shown := RedactURL(s.URL)
+	if !strings.Contains(s.URL, "://") {
+		// host:port as redis-cli -h/-p users type it: url.Parse reads the
+		// host as a scheme, or fails on the colon.
+		return nil, fmt.Errorf("redis URL %q has no scheme; did you mean \"redis://%s\"? accepted: %s", shown, shown, connURLForms)
+	}
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)

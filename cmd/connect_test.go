@@ -134,6 +134,7 @@ func TestConnectPasswords(t *testing.T) {
 		{"URL does not parse", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + ":x:y/0"}, ExitUsage, "redis://alice:***@"},
 		{"bad percent escape", nil, []string{"--redis", "redis://alice:" + alicePW + "%zz@" + s.Addr + "/0"}, ExitUsage, "does not parse"},
 		{"bad database", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + "/db1"}, ExitUsage, `invalid database number: "db1"`},
+		{"no scheme", nil, []string{"--redis", "alice:" + alicePW + "@" + s.Addr + "/0"}, ExitUsage, `has no scheme; did you mean "redis://alice:***@`},
 		{"unknown scheme", nil, []string{"--redis", "http://alice:" + alicePW + "@" + s.Addr}, ExitUsage, `unknown scheme "http"`},
 		{"password in go-redis query", nil, []string{"--redis", "redis://" + s.Addr + "/0?master_name=m&password=" + alicePW}, ExitRedis, "password=***"},
 		{"sentinel unreachable", nil, []string{"--redis", "redis+sentinel://alice:" + alicePW + "@127.0.0.1:1/mymaster/0"}, ExitRedis, "redis+sentinel://alice:***@127.0.0.1:1/mymaster/0"},
@@ -315,6 +316,8 @@ func TestRedactURL(t *testing.T) {
 		"redis://u:p@h:1?sentinel_password=q":        "redis://u:***@h:1?sentinel_password=***",
 		"redis://u:p w@h:x:y/0":                      "redis://u:***@h:x:y/0",
 		"not a url":                                  "not a url",
+		"u:p@h:1/0":                                  "u:***@h:1/0",
+		"//u:p@h:1":                                  "//u:***@h:1",
 	}
 	for in, want := range cases {
 		if got := RedactURL(in); got != want {

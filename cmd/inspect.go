@@ -57,8 +57,9 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 	var pattern, failOn, owner string
 	var count int64
 	cmd := &cobra.Command{
-		Use:   "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
-		Short: "Show who holds a lock, which library wrote it and what is wrong with it (read-only)",
+		Use:         "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
+		Annotations: outputFormats(inspectFormats),
+		Short:       "Show who holds a lock, which library wrote it and what is wrong with it (read-only)",
 		Long: `Read lock keys without writing a byte and show, for each: type, PTTL and
 absolute expiry, the library that wrote it (with confidence certain, likely
 or guess), the owner token (printable, else hex), holder details, fencing
@@ -83,7 +84,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
   lockctl inspect --pattern 'lock:*' --fail-on error
   lockctl inspect --pattern '*' -o jsonl > locks.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := f.Output(formatTable, formatJSON, formatYAML, formatJSONL)
+			format, err := f.Output(inspectFormats...)
 			if err != nil {
 				return err
 			}
@@ -524,10 +525,18 @@ func holderLine(l inspect.Lock) string {
 	return strings.Join(parts, ", ")
 }
 
+// plural is "1 lock" or "n locks".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 func summaryLine(s inspect.Summary) string {
-	line := fmt.Sprintf("%d locks", s.Locks)
+	line := plural(s.Locks, "lock", "locks")
 	if s.Companions > 0 {
-		line += fmt.Sprintf(" (+%d companion keys)", s.Companions)
+		line += " (+" + plural(s.Companions, "companion key", "companion keys") + ")"
 	}
 	if s.Interrupted {
 		line += " (interrupted: partial)"

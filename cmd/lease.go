@@ -28,8 +28,9 @@ func NewCmdLease(f *Factory, runF func(*LeaseOptions) error) *cobra.Command {
 	var budgets []string
 	var mode string
 	cmd := &cobra.Command{
-		Use:   "lease --budget DURATION[,DURATION...]",
-		Short: "Show the lease a task's budget gets under the policy, and what follows from it",
+		Use:         "lease --budget DURATION[,DURATION...]",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Show the lease a task's budget gets under the policy, and what follows from it",
 		Long: `Show the budget→lease policy of long-running tasks and its consequences.
 
   ordinary call (HTTP, script):   lease = budget, fixed, never renewed

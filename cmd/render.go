@@ -23,8 +23,25 @@ const (
 // dataFormats are the formats of a plain data command.
 var dataFormats = []string{formatTable, formatJSON, formatYAML}
 
-// allFormats are offered by shell completion of -o; each command checks its own.
+// The formats of inspect, watch and simulate, beside dataFormats and checklistFormats.
+var (
+	inspectFormats  = []string{formatTable, formatJSON, formatYAML, formatJSONL}
+	watchFormats    = []string{formatTable, formatJSONL}
+	simulateFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid}
+)
+
+// allFormats are offered by shell completion of -o for a command that does
+// not declare its own with outputFormats.
 var allFormats = []string{formatTable, formatJSON, formatYAML, "jsonl", "markdown", "junit", "sarif", "github", "mermaid"}
+
+// outputFormatsKey is the command annotation listing the -o formats the
+// command accepts (comma-separated), for shell completion; the command's
+// f.Output call checks the same list.
+const outputFormatsKey = "lockctl_output_formats"
+
+func outputFormats(formats []string) map[string]string {
+	return map[string]string{outputFormatsKey: strings.Join(formats, ",")}
+}
 
 // Printer renders a command's result in the chosen format. JSON and YAML
 // come from the same struct (json tags; YAML keeps the JSON names and order),

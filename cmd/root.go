@@ -78,6 +78,7 @@ a long task's design, and runs a command under a renewed, fenced lock.
 
 Read-only: inspect, watch, lease, simulate (without --redis), checklist.
 Writing: run, unlock, simulate --redis (under its own key prefix).`,
+		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,7 +112,10 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	flagConfigKey(pf, "tls-insecure", keyRedisTLSInsecure)
 	pf.StringP("output", "o", "", "output format: table, json, yaml (some commands offer more)")
 	flagConfigKey(pf, "output", keyOutput)
-	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	_ = root.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if formats, ok := cmd.Annotations[outputFormatsKey]; ok {
+			return strings.Split(formats, ","), cobra.ShellCompDirectiveNoFileComp
+		}
 		return allFormats, cobra.ShellCompDirectiveNoFileComp
 	})
 	pf.String("timeout", "", "timeout of each Redis call (default 5s)")
@@ -133,6 +137,8 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	)
 	// Unknown subcommands and missing arguments are usage errors (exit 2).
 	root.Args = cobra.NoArgs
+	// --version as gh and etcdctl offer it, the same line as `lockctl version`.
+	root.SetVersionTemplate(versionLine(currentVersion()) + "\n")
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
 }

@@ -67,8 +67,9 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	var budget, mode, wait, grace, key string
 	var shell, dryRun bool
 	cmd := &cobra.Command{
-		Use:   "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command under a renewed, fenced Redis lock (writes to Redis)",
+		Use:         "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Run a command under a renewed, fenced Redis lock (writes to Redis)",
 		Long: `Run a command while holding a Redis lock, the way a durable background task
 should: the lease follows the policy (see 'lockctl lease') and is renewed
 until the budget ends; the child gets its fencing token; the child is stopped

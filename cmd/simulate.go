@@ -54,8 +54,9 @@ func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Comman
 		prefix                                 string
 	)
 	cmd := &cobra.Command{
-		Use:   "simulate [SCENARIO] [flags]",
-		Short: "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
+		Use:         "simulate [SCENARIO] [flags]",
+		Annotations: outputFormats(simulateFormats),
+		Short:       "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
 		Long: `Replay a lock failure on a deterministic virtual clock (ms, no sleeping):
 processes with a worker and a renewer, a lock service (SET NX PX, owner-checked
 or blind renew/release, a fence counter, expiry on the server's clock,
@@ -89,7 +90,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeScenarios,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := f.Output(formatTable, formatJSON, formatYAML, formatMermaid)
+			format, err := f.Output(simulateFormats...)
 			if err != nil {
 				return err
 			}
@@ -215,6 +216,14 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
 	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
 	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of every key it writes (default "lockctl:sim:{<random>}:"); they are deleted at the end`)
+	for name, values := range map[string][]string{
+		"mode":         {"trusted", "ordinary"},
+		"fence-source": {simulate.FenceRedis, simulate.FenceStore},
+		"check":        {simulate.CheckNone, simulate.CheckTTL},
+		"expect":       {simulate.VerdictSafe, simulate.VerdictUnsafe},
+	} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
 	return cmd
 }
 
@@ -279,10 +288,13 @@ func unwrapPathError(err error) error {
 
 func newCmdSimulateSchema(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:     "schema",
-		Short:   "Print the JSON Schema of scenario files",
-		Example: "  lockctl simulate schema > scenario.schema.json\n  # in a scenario file, for editors:\n  # yaml-language-server: $schema=./scenario.schema.json",
-		Args:    cobra.NoArgs,
+		Use:   "schema",
+		Short: "Print the JSON Schema of scenario files",
+		Long: `Print the JSON Schema (draft 2020-12) every --file scenario is validated
+against. Durations are strings with a unit (500ms, 30s, 20m, 13h).`,
+		Example: `  lockctl simulate schema > scenario.schema.json
+  lockctl simulate schema | jq '."$defs".event.properties.do.enum'   # the event actions`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := f.IO.Out.Write(simulate.Schema())
 			return err

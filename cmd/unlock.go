@@ -65,8 +65,9 @@ func NewCmdUnlock(f *Factory, runF func(*UnlockOptions) error) *cobra.Command {
 	var key, owner string
 	var force, yes bool
 	cmd := &cobra.Command{
-		Use:   "unlock (VALUE | --key KEY) (--owner TOKEN | --force)",
-		Short: "Delete a lock if its owner still holds it, or force it (writes to Redis)",
+		Use:         "unlock (VALUE | --key KEY) (--owner TOKEN | --force)",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Delete a lock if its owner still holds it, or force it (writes to Redis)",
 		Long: `Delete a lock.
 
 WRITES TO REDIS: one owner-checked delete (compare the exact bytes, then DEL,

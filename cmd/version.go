@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -31,10 +32,11 @@ type VersionOptions struct {
 // NewCmdVersion returns `lockctl version`; runF replaces the run function in tests.
 func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print lockctl's version, commit, build date and Go version",
-		Example: "  lockctl version\n  lockctl version -o json",
-		Args:    cobra.NoArgs,
+		Use:         "version",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Print lockctl's version, commit, build date and Go version",
+		Example:     "  lockctl version\n  lockctl version -o json",
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := f.Output(dataFormats...)
 			if err != nil {
@@ -50,8 +52,17 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 }
 
 func versionRun(opts *VersionOptions) error {
-	v := VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := currentVersion()
 	return opts.Printer.Print(v, func(t *TableView) {
-		t.Line("lockctl %s (commit %s, built %s, %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
+		t.Line("%s", versionLine(v))
 	})
+}
+
+func currentVersion() VersionInfo {
+	return VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
+
+// versionLine is the line `lockctl version` and `lockctl --version` print.
+func versionLine(v VersionInfo) string {
+	return fmt.Sprintf("lockctl %s (commit %s, built %s, %s, %s)", v.Version, v.Commit, v.Date, v.GoVersion, v.Platform)
 }

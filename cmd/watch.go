@@ -36,8 +36,9 @@ func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	var keys []string
 	var interval, duration string
 	cmd := &cobra.Command{
-		Use:   "watch [VALUE...] [--key KEY]...",
-		Short: "Sample lock keys and print one line per ownership event (read-only)",
+		Use:         "watch [VALUE...] [--key KEY]...",
+		Annotations: outputFormats(watchFormats),
+		Short:       "Sample lock keys and print one line per ownership event (read-only)",
 		Long: `Sample the lock key(s) every --interval for --duration (or until Ctrl-C) and
 print one line per event:
 
@@ -59,7 +60,7 @@ with one line on stderr, before watch gives up with exit 3.`,
   lockctl watch --key concurrent-test2 --interval 1s --renew-bound 1m -o jsonl
   lockctl watch order-demo-001 --duration 30s`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := f.Output(formatTable, formatJSONL)
+			format, err := f.Output(watchFormats...)
 			if err != nil {
 				return err
 			}

@@ -124,7 +124,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")
 	fl.Int64Var(&count, "count", inspect.DefaultScanCount, "SCAN COUNT hint for --pattern and --search")
 	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning")
-	fl.StringVar(&owner, "owner", "", "expected owner token, compared byte for byte (hex:... for raw bytes)")
+	fl.StringVar(&owner, "owner", "", "expected owner token, compared byte for byte (hex:... for raw bytes); exit 1 when another owner holds the lock")
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd
@@ -412,6 +412,11 @@ func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
 	}
 	if rep.Summary.Interrupted {
 		return nil
+	}
+	for _, l := range rep.Locks {
+		if l.OwnerCheck == "NOT_OWNED" {
+			return checkFailed() // as unlock --owner: a script can trust exit 0
+		}
 	}
 	return failOn(opts.FailOn, rep.Summary.BySeverity)
 }

@@ -2,9 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,9 +81,9 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt, err := redis.ParseURL(raw)
+	opt, err := parseRedisURL(raw)
 	if err != nil {
-		return nil, usageErrorf("redis URL %q: %s; accepted: redis://[user[:password]@]host[:port][/db] or rediss:// for TLS", shown, f.scrub(err.Error()))
+		return nil, usageErrorf("redis URL %q: %s; accepted: redis://[user[:password]@]host[:port][/db] or rediss:// for TLS", shown, err)
 	}
 	if opt.Password == "" {
 		opt.Password = f.Config.GetString(keyRedisPassword)
@@ -113,6 +116,29 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
 	return &RedisConn{Client: client, URL: shown, Timeout: timeout}, nil
+}
+
+// parseRedisURL is redis.ParseURL plus the checks it leaves to the dial: a
+// port in 1..65535 and a database number that is not negative (go-redis
+// treats -1 as 0). Its errors never quote the URL, which may hold a password.
+func parseRedisURL(raw string) (*redis.Options, error) {
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, ue.Err
+		}
+		return nil, err
+	}
+	if _, port, err := net.SplitHostPort(opt.Addr); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %q is not a number from 1 to 65535", port)
+		}
+	}
+	if opt.DB < 0 {
+		return nil, fmt.Errorf("database number %d is negative", opt.DB)
+	}
+	return opt, nil
 }
 
 // RedactURL replaces the password of a redis:// URL with ***; anything that

@@ -172,7 +172,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				if explore {
 					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
 				}
-				if timeScale <= 0 || timeScale > 1 {
+				if !(timeScale > 0 && timeScale <= 1) { // NaN too
 					return usageErrorf("time-scale %s must be above 0 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
 				}
 				if prefix != "" && !strings.HasPrefix(prefix, "lockctl:") {

@@ -109,8 +109,21 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdInspect(f, nil),
 		NewCmdWatch(f, nil),
 	)
-	// Unknown subcommands and missing arguments are usage errors (exit 2).
-	root.Args = cobra.NoArgs
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.InitDefaultCompletionCmd()
+	groupsRefuseArgs(root)
 	return root
+}
+
+// groupsRefuseArgs makes every command that only groups subcommands (lockctl,
+// config, completion) print its help when run bare and refuse an unknown
+// subcommand with exit 2: Cobra runs no argument check on a command without
+// a Run, and shows the help with exit 0 instead.
+func groupsRefuseArgs(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.NoArgs
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	for _, sub := range c.Commands() {
+		groupsRefuseArgs(sub)
+	}
 }

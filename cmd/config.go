@@ -77,8 +77,10 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	path := configFile
 	if path == "" {
 		path = findConfigFile()
-	} else if _, err := os.Stat(path); err != nil {
+	} else if fi, err := os.Stat(path); err != nil {
 		return nil, "", usageErrorf("config file %q: %v", path, errors.Unwrap(err))
+	} else if fi.IsDir() {
+		return nil, "", usageErrorf("config file %q is a directory; give a YAML file", path)
 	}
 	if path != "" {
 		v.SetConfigFile(path)

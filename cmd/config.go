@@ -67,9 +67,17 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	v.AutomaticEnv()
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if keys, ok := f.Annotations[viperKey]; ok && bindErr == nil {
-			bindErr = v.BindPFlag(keys[0], f)
+		keys, ok := f.Annotations[viperKey]
+		if !ok || bindErr != nil {
+			return
 		}
+		// viper takes an empty flag for an unset one and would quietly use
+		// the env, file or default value (--key-template "$UNSET").
+		if f.Changed && f.Value.Type() == "string" && f.Value.String() == "" {
+			bindErr = usageErrorf("--%s is empty; give a value, or leave the flag out for the configured one%s", f.Name, defaultNote(keys[0]))
+			return
+		}
+		bindErr = v.BindPFlag(keys[0], f)
 	})
 	if bindErr != nil {
 		return nil, "", bindErr
@@ -90,6 +98,15 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		}
 	}
 	return v, path, nil
+}
+
+// defaultNote is " (default X)" for a configuration key with a non-empty
+// default, else "".
+func defaultNote(key string) string {
+	if d, ok := configDefaults[key].(string); ok && d != "" {
+		return " (default " + d + ")"
+	}
+	return ""
 }
 
 func findConfigFile() string {

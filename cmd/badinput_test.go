@@ -66,6 +66,9 @@ func TestBadInput(t *testing.T) {
 		{"HSET", "lock:OrderId:corpus-hash", "owner", "x"},
 		{"RPUSH", "lock:OrderId:corpus-list", "x"},
 		{"SET", "lock:OrderId:corpus-held", "7:0123456789abcdef0123456789abcdef", "PX", 600000},
+		// Terminal control sequences in a key name and an owner token.
+		{"SET", "lock:OrderId:corpus-esc\x1b]0;pwned\x07", "1:own\x1b[2Jer", "PX", 600000},
+		{"SET", "lock:OrderId:corpus-esc2", "1:own\x1b[2J\rer\u009b", "PX", 600000},
 	} {
 		if err := seed.Do(ctx, c...).Err(); err != nil {
 			t.Fatal(err)
@@ -138,6 +141,9 @@ func TestBadInput(t *testing.T) {
 			if c.Stderr != "" && !regexp.MustCompile(c.Stderr).MatchString(lines[0]) {
 				t.Errorf("stderr line 1 %q does not match %q", lines[0], c.Stderr)
 			}
+			if i := strings.IndexFunc(stdout.String(), isTerminalControl); i >= 0 {
+				t.Errorf("control character %q in stdout at byte %d:\n%s", stdout.String()[i:i+1], i, stdout.String())
+			}
 			if c.Secret != "" && strings.Contains(stdout.String()+errOut, c.Secret) {
 				t.Errorf("secret %q printed:\nstdout: %s\nstderr: %s", c.Secret, stdout.String(), errOut)
 			}
@@ -146,6 +152,12 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// isTerminalControl reports whether r could drive a terminal: C0 controls but
+// newline and tab, DEL, and C1 controls (lockctl runs here without colour).
+func isTerminalControl(r rune) bool {
+	return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
 }
 
 func writeCaseFile(t *testing.T, path string, b []byte) {

@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,8 +98,69 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		if err := v.ReadInConfig(); err != nil {
 			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 		}
+		if err := checkConfigKeys(path); err != nil {
+			return nil, "", err
+		}
 	}
 	return v, path, nil
+}
+
+// checkConfigKeys refuses a config file with a key lockctl does not know (a
+// typo would otherwise be ignored) or a list or mapping where a value goes
+// (viper would read it as "" and fall back to nothing).
+func checkConfigKeys(path string) error {
+	fv := viper.New()
+	fv.SetConfigFile(path)
+	fv.SetConfigType("yaml")
+	if err := fv.ReadInConfig(); err != nil {
+		return usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
+	}
+	known := slices.Sorted(maps.Keys(configDefaults))
+	for _, k := range fv.AllKeys() {
+		val := fv.Get(k)
+		if val == nil {
+			continue
+		}
+		if d, ok := configDefaults[k]; ok {
+			switch val.(type) {
+			case map[string]any, []any:
+				return usageErrorf("config file %q: %s is a %s; want a value such as %v", path, k, yamlKind(val), d)
+			}
+			if _, want := d.(bool); want {
+				if _, ok := val.(bool); !ok {
+					return usageErrorf("config file %q: %s is %v; want true or false", path, k, val)
+				}
+			}
+			continue
+		}
+		for parent := k; strings.Contains(parent, "."); {
+			parent = parent[:strings.LastIndex(parent, ".")]
+			if d, ok := configDefaults[parent]; ok {
+				return usageErrorf("config file %q: %s is a mapping; want a value such as %v", path, parent, d)
+			}
+		}
+		var sub []string
+		for _, c := range known {
+			if rest, ok := strings.CutPrefix(c, k+"."); ok {
+				sub = append(sub, rest)
+			}
+		}
+		if len(sub) > 0 {
+			return usageErrorf("config file %q: %s is a %s; want a mapping with %s", path, k, yamlKind(val), strings.Join(sub, ", "))
+		}
+		return usageErrorf("config file %q: unknown key %s; accepted: %s", path, k, strings.Join(known, ", "))
+	}
+	return nil
+}
+
+func yamlKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "mapping"
+	case []any:
+		return "list"
+	}
+	return "single value"
 }
 
 // defaultNote is " (default X)" for a configuration key with a non-empty

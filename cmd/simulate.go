@@ -156,6 +156,13 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 			default:
 				return usageErrorf("name a scenario (one of %s), give --file, or use --list", strings.Join(simulate.BuiltinNames(), ", "))
 			}
+			if !explore {
+				for _, name := range []string{"runs", "seed", "grid"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s sets up --explore; add --explore or drop --%s", name, name)
+					}
+				}
+			}
 			if explore {
 				if runs < 1 {
 					return usageErrorf("runs %d must be at least 1", runs)

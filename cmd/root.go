@@ -110,20 +110,37 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdWatch(f, nil),
 	)
 	root.InitDefaultCompletionCmd()
-	groupsRefuseArgs(root)
+	checkArgs(root)
 	return root
 }
 
-// groupsRefuseArgs makes every command that only groups subcommands (lockctl,
+// checkArgs makes every command that only groups subcommands (lockctl,
 // config, completion) print its help when run bare and refuse an unknown
 // subcommand with exit 2: Cobra runs no argument check on a command without
-// a Run, and shows the help with exit 0 instead.
-func groupsRefuseArgs(c *cobra.Command) {
+// a Run, and shows the help with exit 0 instead. A wrong argument count names
+// the command's usage line.
+func checkArgs(c *cobra.Command) {
 	if c.HasSubCommands() && !c.Runnable() {
 		c.Args = cobra.NoArgs
 		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	}
+	if check := c.Args; check != nil && c != c.Root() {
+		// Cobra says "accepts 1 arg(s), received 0", or "unknown command"
+		// for an argument to a command that takes none: add what it takes.
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			switch {
+			case err == nil:
+				return nil
+			case !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command"):
+				return fmt.Errorf("%s takes no arguments, got %q; usage: %s", cmd.CommandPath(), args, cmd.UseLine())
+			case strings.HasPrefix(err.Error(), "accepts "):
+				return fmt.Errorf("%s %v; usage: %s", cmd.CommandPath(), err, cmd.UseLine())
+			}
+			return err
+		}
+	}
 	for _, sub := range c.Commands() {
-		groupsRefuseArgs(sub)
+		checkArgs(sub)
 	}
 }

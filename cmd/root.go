@@ -9,10 +9,12 @@ import (
 
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Execute runs lockctl with args on the given streams and returns the exit
@@ -43,6 +45,34 @@ func Execute(args []string, io *IOStreams) int {
 		fmt.Fprintf(io.ErrOut, "Run '%s --help' for usage.\n", commandPath(root, args))
 	}
 	return code
+}
+
+// flagValueError rewords pflag's "invalid argument "x" for "--count" flag:
+// strconv.ParseInt: parsing "x": invalid syntax" to say what the flag takes.
+func flagValueError(err error) error {
+	var ie *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &ie) || !errors.As(err, &ne) {
+		return err
+	}
+	var want string
+	switch t := ie.GetFlag().Value.Type(); {
+	case strings.HasPrefix(t, "int"):
+		want = "a whole number"
+	case strings.HasPrefix(t, "uint"):
+		want = "a whole number from 0"
+	case strings.HasPrefix(t, "float"):
+		want = "a number"
+	case t == "bool":
+		want = "true or false"
+	default:
+		return err
+	}
+	reason := "is not " + want
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		reason = "is out of range; want " + want
+	}
+	return fmt.Errorf("--%s %q %s", ie.GetFlag().Name, ie.GetValue(), reason)
 }
 
 func firstLine(s string) string {
@@ -80,7 +110,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err, Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
+		return &ExitError{Code: ExitUsage, Err: flagValueError(err), Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
 	})
 
 	pf := root.PersistentFlags()

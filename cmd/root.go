@@ -38,7 +38,7 @@ func Execute(args []string, io *IOStreams) int {
 	if errors.As(err, &ee) && ee.Err == nil {
 		return code
 	}
-	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(firstLine(err.Error())))
+	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(joinLines(err.Error())))
 	if errors.As(err, &ee) && ee.Hint != "" {
 		fmt.Fprintln(io.ErrOut, ee.Hint)
 	} else if code == ExitUsage {
@@ -75,9 +75,14 @@ func flagValueError(err error) error {
 	return fmt.Errorf("--%s %q %s", ie.GetFlag().Name, ie.GetValue(), reason)
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+// joinLines makes a multi-line error one line (yaml.v3 puts the cause of
+// "yaml: unmarshal errors:" on the lines after it).
+func joinLines(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, " ")
 }
 
 // commandPath names the subcommand args were for ("lockctl lease").

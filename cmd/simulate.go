@@ -265,7 +265,7 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 }
 
 func readScenarioFile(path string) (simulate.Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, simulate.MaxFileSize+1)
 	if err != nil {
 		return simulate.Scenario{}, usageErrorf("scenario file %q: %v", path, unwrapPathError(err))
 	}
@@ -274,6 +274,17 @@ func readScenarioFile(path string) (simulate.Scenario, error) {
 		return simulate.Scenario{}, usageErrorf("%s: %v", path, err)
 	}
 	return sc, nil
+}
+
+// readAtMost reads up to n bytes of path: /dev/zero or a huge file given by
+// mistake cannot exhaust memory.
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 func unwrapPathError(err error) error {

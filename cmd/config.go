@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -93,12 +94,18 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		return nil, "", usageErrorf("config file %q is a directory; give a YAML file", path)
 	}
 	if path != "" {
-		v.SetConfigFile(path)
+		data, err := readAtMost(path, maxInputFile+1)
+		if err != nil {
+			return nil, "", usageErrorf("config file %q: %v", path, unwrapPathError(err))
+		}
+		if len(data) > maxInputFile {
+			return nil, "", usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 		}
-		if err := checkConfigKeys(path); err != nil {
+		if err := checkConfigKeys(path, data); err != nil {
 			return nil, "", err
 		}
 	}
@@ -108,11 +115,10 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 // checkConfigKeys refuses a config file with a key lockctl does not know (a
 // typo would otherwise be ignored) or a list or mapping where a value goes
 // (viper would read it as "" and fall back to nothing).
-func checkConfigKeys(path string) error {
+func checkConfigKeys(path string, data []byte) error {
 	fv := viper.New()
-	fv.SetConfigFile(path)
 	fv.SetConfigType("yaml")
-	if err := fv.ReadInConfig(); err != nil {
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 		return usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 	}
 	known := slices.Sorted(maps.Keys(configDefaults))

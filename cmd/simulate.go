@@ -276,17 +276,6 @@ func readScenarioFile(path string) (simulate.Scenario, error) {
 	return sc, nil
 }
 
-// readAtMost reads up to n bytes of path: /dev/zero or a huge file given by
-// mistake cannot exhaust memory.
-func readAtMost(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
-}
-
 func unwrapPathError(err error) error {
 	if pe, ok := err.(*os.PathError); ok {
 		return pe.Err

@@ -3,6 +3,7 @@ package cmd_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // input and the one-line error lockctl must answer it with.
 type badCase struct {
 	Name string   `yaml:"name"`
-	Args []string `yaml:"args"` // $REDIS_URL, $AUTH_PORT and $DIR are substituted
+	Args []string `yaml:"args"` // $REDIS_URL, $AUTH_PORT, $SILENT_ADDR and $DIR are substituted
 	// Stdin is fed to lockctl (empty: no input).
 	Stdin string `yaml:"stdin"`
 	// Files are written into the case's working directory first (!!binary
@@ -60,6 +61,21 @@ func TestBadInput(t *testing.T) {
 	}
 	s := redistest.Start(t)
 	auth := redistest.Start(t, "--requirepass", "corpus-pw-9f3k")
+	// silent accepts connections and never answers: a hung server.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
 	seed := s.Client(t)
 	ctx := context.Background()
 	for _, c := range [][]any{
@@ -95,7 +111,7 @@ func TestBadInput(t *testing.T) {
 		seen[c.Name] = true
 		t.Run(c.Name, func(t *testing.T) {
 			dir := t.TempDir()
-			repl := strings.NewReplacer("$REDIS_URL", s.URL(), "$AUTH_PORT", strings.TrimPrefix(auth.Addr, "127.0.0.1:"), "$DIR", dir)
+			repl := strings.NewReplacer("$REDIS_URL", s.URL(), "$SILENT_ADDR", silent.Addr().String(), "$AUTH_PORT", strings.TrimPrefix(auth.Addr, "127.0.0.1:"), "$DIR", dir)
 			for name, content := range c.Files {
 				writeCaseFile(t, filepath.Join(dir, name), []byte(content))
 			}

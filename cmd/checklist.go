@@ -155,12 +155,15 @@ func loadSpecs(paths []string, errOut io.Writer) ([]*checklist.Spec, error) {
 	var specs []*checklist.Spec
 	var all checklist.SpecErrors
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := readAtMost(p, maxInputFile+1)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, usageErrorf("spec %q does not exist", p)
 			}
-			return nil, usageErrorf("spec %q: %v", p, errors.Unwrap(err))
+			return nil, usageErrorf("spec %q: %v", p, unwrapPathError(err))
+		}
+		if len(data) > maxInputFile {
+			return nil, usageErrorf("spec %q is over %d bytes; a task spec is a page of YAML", p, maxInputFile)
 		}
 		s, err := checklist.ParseSpec(p, data)
 		var se checklist.SpecErrors

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -91,9 +92,17 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	v.AutomaticEnv()
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if keys, ok := f.Annotations[viperKey]; ok && bindErr == nil {
-			bindErr = v.BindPFlag(keys[0], f)
+		keys, ok := f.Annotations[viperKey]
+		if !ok || bindErr != nil {
+			return
 		}
+		// viper takes an empty flag for an unset one and would quietly use
+		// the env, file or default value (--key-template "$UNSET").
+		if f.Changed && f.Value.Type() == "string" && f.Value.String() == "" {
+			bindErr = usageErrorf("--%s is empty; give a value, or leave the flag out for the configured one%s", f.Name, defaultNote(keys[0]))
+			return
+		}
+		bindErr = v.BindPFlag(keys[0], f)
 	})
 	if bindErr != nil {
 		return nil, "", bindErr
@@ -101,16 +110,24 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	path := configFile
 	if path == "" {
 		path = findConfigFile()
-	} else if _, err := os.Stat(path); err != nil {
+	} else if fi, err := os.Stat(path); err != nil {
 		return nil, "", usageErrorf("config file %q: %v", path, errors.Unwrap(err))
+	} else if fi.IsDir() {
+		return nil, "", usageErrorf("config file %q is a directory; give a YAML file", path)
 	}
 	if path != "" {
-		v.SetConfigFile(path)
+		data, err := readAtMost(path, maxInputFile+1)
+		if err != nil {
+			return nil, "", usageErrorf("config file %q: %v", path, unwrapPathError(err))
+		}
+		if len(data) > maxInputFile {
+			return nil, "", usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
+		}
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 		}
-		if err := checkConfigKeys(path); err != nil {
+		if err := checkConfigKeys(path, data); err != nil {
 			return nil, "", err
 		}
 	}
@@ -118,37 +135,85 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 }
 
 // checkConfigKeys refuses a config file with a key lockctl does not know (a
-// typo such as policy.lease_cpa would otherwise leave the default in force
-// silently), naming the key and what its section accepts.
-func checkConfigKeys(path string) error {
+// typo would otherwise be ignored) or a list or mapping where a value goes
+// (viper would read it as "" and fall back to nothing).
+func checkConfigKeys(path string, data []byte) error {
 	fv := viper.New()
-	fv.SetConfigFile(path)
 	fv.SetConfigType("yaml")
-	if err := fv.ReadInConfig(); err != nil {
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 		return usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
 	}
+	known := slices.Sorted(maps.Keys(configDefaults))
 	for _, k := range fv.AllKeys() {
-		if _, ok := configDefaults[k]; ok {
+		val := fv.Get(k)
+		if val == nil {
 			continue
 		}
-		section, _, nested := strings.Cut(k, ".")
-		accepted := map[string]bool{}
-		for known := range configDefaults {
-			if ks, rest, kn := strings.Cut(known, "."); nested && kn && ks == section {
-				accepted[rest] = true
+		if d, ok := configDefaults[k]; ok {
+			switch val.(type) {
+			case []any:
+				if k == keyRedisSentinel { // host:port entries, as a list or comma-separated
+					continue
+				}
+				return usageErrorf("config file %q: %s is a %s; want a value such as %v", path, k, yamlKind(val), d)
+			case map[string]any:
+				return usageErrorf("config file %q: %s is a %s; want a value such as %v", path, k, yamlKind(val), d)
+			}
+			if _, want := d.(bool); want {
+				if _, ok := val.(bool); !ok {
+					return usageErrorf("config file %q: %s is %v; want true or false", path, k, val)
+				}
+			}
+			continue
+		}
+		for parent := k; strings.Contains(parent, "."); {
+			parent = parent[:strings.LastIndex(parent, ".")]
+			if d, ok := configDefaults[parent]; ok {
+				return usageErrorf("config file %q: %s is a mapping; want a value such as %v", path, parent, d)
 			}
 		}
-		where := "accepted in " + section
-		if len(accepted) == 0 { // a top-level key, or an unknown section
-			where = "accepted at the top level"
-			for known := range configDefaults {
-				ks, _, _ := strings.Cut(known, ".")
-				accepted[ks] = true
+		var sub []string
+		for _, c := range known {
+			if rest, ok := strings.CutPrefix(c, k+"."); ok {
+				sub = append(sub, rest)
 			}
 		}
-		return usageErrorf("config file %q: unknown key %s; %s: %s", path, k, where, strings.Join(slices.Sorted(maps.Keys(accepted)), ", "))
+		if len(sub) > 0 {
+			return usageErrorf("config file %q: %s is a %s; want a mapping with %s", path, k, yamlKind(val), strings.Join(sub, ", "))
+		}
+		if section, _, nested := strings.Cut(k, "."); nested {
+			var inSection []string
+			for _, c := range known {
+				if rest, ok := strings.CutPrefix(c, section+"."); ok {
+					inSection = append(inSection, rest)
+				}
+			}
+			if len(inSection) > 0 {
+				return usageErrorf("config file %q: unknown key %s; accepted in %s: %s", path, k, section, strings.Join(inSection, ", "))
+			}
+		}
+		return usageErrorf("config file %q: unknown key %s; accepted: %s", path, k, strings.Join(known, ", "))
 	}
 	return nil
+}
+
+func yamlKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "mapping"
+	case []any:
+		return "list"
+	}
+	return "single value"
+}
+
+// defaultNote is " (default X)" for a configuration key with a non-empty
+// default, else "".
+func defaultNote(key string) string {
+	if d, ok := configDefaults[key].(string); ok && d != "" {
+		return " (default " + d + ")"
+	}
+	return ""
 }
 
 func findConfigFile() string {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -195,6 +196,18 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redis URL %q: %s; accepted: %s", shown, strings.TrimPrefix(err.Error(), "redis: "), connURLForms)
+	}
+	// Checks go-redis leaves to the dial: a port in 1..65535, and a database
+	// number that is not negative (go-redis reads -1 as 0).
+	for _, a := range uo.Addrs {
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("redis URL %q: port %q is not a number from 1 to 65535", shown, p)
+			}
+		}
+	}
+	if uo.DB < 0 {
+		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
 	}
 
 	if len(s.SentinelAddrs) > 0 {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -91,7 +92,7 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 	defer cancel()
 	if err := client.Ping(pctx).Err(); err != nil {
 		_ = client.Close()
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C; a deadline is a Redis timeout
 			return nil, ctx.Err()
 		}
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))

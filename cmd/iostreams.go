@@ -30,3 +30,18 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// maxInputFile is the most lockctl reads of a config or task spec file, in
+// bytes (1 MiB); each is a page of YAML.
+const maxInputFile = 1 << 20
+
+// readAtMost reads up to n bytes of path: /dev/zero or a huge file given by
+// mistake cannot exhaust memory.
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
+}

@@ -56,7 +56,72 @@ type Printer struct {
 // newPrinter returns the printer for this invocation's stdout.
 func (f *Factory) newPrinter(format string) *Printer {
 	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor))
-	return &Printer{Format: format, Out: f.IO.Out, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color)}
+	return &Printer{Format: format, Out: &controlEscaper{w: f.IO.Out, sgr: color}, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color)}
+}
+
+// controlEscaper writes text with every control character written as \xNN
+// (C0 but newline and tab, DEL, and the C1 runes U+0080..U+009F), so a key
+// name or owner token read from Redis cannot move the cursor, clear or
+// retitle the terminal (ECMA-48 escape and control sequences). With sgr,
+// our own colour sequences (ESC [ digits and ; m) pass. JSON already
+// escapes control characters, so only text formats change.
+type controlEscaper struct {
+	w   io.Writer
+	sgr bool
+}
+
+func (c *controlEscaper) Write(b []byte) (int, error) {
+	clean := true
+	for _, x := range b {
+		if x < 0x20 && x != '\n' && x != '\t' || x == 0x7f || x == 0xc2 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return c.w.Write(b)
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		x := b[i]
+		switch {
+		case x == 0x1b && c.sgr && sgrLen(b[i:]) > 0:
+			n := sgrLen(b[i:])
+			out = append(out, b[i:i+n]...)
+			i += n
+			continue
+		case x < 0x20 && x != '\n' && x != '\t' || x == 0x7f:
+			out = fmt.Appendf(out, "\\x%02x", x)
+		case x == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			out = fmt.Appendf(out, "\\u%04x", b[i+1])
+			i += 2
+			continue
+		default:
+			out = append(out, x)
+		}
+		i++
+	}
+	if _, err := c.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// sgrLen is the length of the SGR sequence (ESC [ digits and ; m) b starts
+// with, or 0.
+func sgrLen(b []byte) int {
+	if len(b) < 3 || b[0] != 0x1b || b[1] != '[' {
+		return 0
+	}
+	for i := 2; i < len(b); i++ {
+		switch {
+		case b[i] == 'm':
+			return i + 1
+		case b[i] != ';' && (b[i] < '0' || b[i] > '9'):
+			return 0
+		}
+	}
+	return 0
 }
 
 // Print writes data as JSON or YAML, or calls table for the table format.

@@ -9,11 +9,13 @@ import (
 
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Execute runs lockctl with args on the given streams and returns the exit
@@ -44,7 +46,7 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 	if errors.As(err, &ee) && ee.Err == nil {
 		return code
 	}
-	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(firstLine(err.Error())))
+	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(joinLines(err.Error())))
 	if errors.As(err, &ee) && ee.Hint != "" {
 		fmt.Fprintln(io.ErrOut, ee.Hint)
 	} else if code == ExitUsage {
@@ -53,9 +55,42 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 	return code
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
+// flagValueError rewords pflag's "invalid argument "x" for "--count" flag:
+// strconv.ParseInt: parsing "x": invalid syntax" to say what the flag takes.
+func flagValueError(err error) error {
+	var ie *pflag.InvalidValueError
+	var ne *strconv.NumError
+	if !errors.As(err, &ie) || !errors.As(err, &ne) {
+		return err
+	}
+	var want string
+	switch t := ie.GetFlag().Value.Type(); {
+	case strings.HasPrefix(t, "int"):
+		want = "a whole number"
+	case strings.HasPrefix(t, "uint"):
+		want = "a whole number from 0"
+	case strings.HasPrefix(t, "float"):
+		want = "a number"
+	case t == "bool":
+		want = "true or false"
+	default:
+		return err
+	}
+	reason := "is not " + want
+	if errors.Is(ne.Err, strconv.ErrRange) {
+		reason = "is out of range; want " + want
+	}
+	return fmt.Errorf("--%s %q %s", ie.GetFlag().Name, ie.GetValue(), reason)
+}
+
+// joinLines makes a multi-line error one line (yaml.v3 puts the cause of
+// "yaml: unmarshal errors:" on the lines after it).
+func joinLines(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return strings.Join(lines, " ")
 }
 
 // commandPath names the subcommand args were for ("lockctl lease").
@@ -89,7 +124,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: err, Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
+		return &ExitError{Code: ExitUsage, Err: flagValueError(err), Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
 	})
 
 	pf := root.PersistentFlags()
@@ -135,10 +170,40 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdInspect(f, nil),
 		NewCmdWatch(f, nil),
 	)
-	// Unknown subcommands and missing arguments are usage errors (exit 2).
-	root.Args = cobra.NoArgs
 	// --version as gh and etcdctl offer it, the same line as `lockctl version`.
 	root.SetVersionTemplate(versionLine(currentVersion()) + "\n")
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	root.InitDefaultCompletionCmd()
+	checkArgs(root)
 	return root
+}
+
+// checkArgs makes every command that only groups subcommands (lockctl,
+// config, completion) print its help when run bare and refuse an unknown
+// subcommand with exit 2: Cobra runs no argument check on a command without
+// a Run, and shows the help with exit 0 instead. A wrong argument count names
+// the command's usage line.
+func checkArgs(c *cobra.Command) {
+	if c.HasSubCommands() && !c.Runnable() {
+		c.Args = cobra.NoArgs
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+	if check := c.Args; check != nil && c != c.Root() {
+		// Cobra says "accepts 1 arg(s), received 0", or "unknown command"
+		// for an argument to a command that takes none: add what it takes.
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			switch {
+			case err == nil:
+				return nil
+			case !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command"):
+				return fmt.Errorf("%s takes no arguments, got %q; usage: %s", cmd.CommandPath(), args, cmd.UseLine())
+			case strings.HasPrefix(err.Error(), "accepts "):
+				return fmt.Errorf("%s %v; usage: %s", cmd.CommandPath(), err, cmd.UseLine())
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		checkArgs(sub)
+	}
 }

@@ -158,6 +158,13 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 			default:
 				return usageErrorf("name a scenario (one of %s), give --file, or use --list", strings.Join(simulate.BuiltinNames(), ", "))
 			}
+			if !explore {
+				for _, name := range []string{"runs", "seed", "grid"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s sets up --explore; add --explore or drop --%s", name, name)
+					}
+				}
+			}
 			if explore {
 				if runs < 1 {
 					return usageErrorf("runs %d must be at least 1", runs)
@@ -174,7 +181,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				if explore {
 					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
 				}
-				if timeScale <= 0 || timeScale > 1 {
+				if !(timeScale > 0 && timeScale <= 1) { // NaN too
 					return usageErrorf("time-scale %s must be above 0 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
 				}
 				if prefix != "" && !strings.HasPrefix(prefix, "lockctl:") {
@@ -268,7 +275,7 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 }
 
 func readScenarioFile(path string) (simulate.Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readAtMost(path, simulate.MaxFileSize+1)
 	if err != nil {
 		return simulate.Scenario{}, usageErrorf("scenario file %q: %v", path, unwrapPathError(err))
 	}

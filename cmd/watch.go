@@ -153,7 +153,7 @@ func watchRun(opts *WatchOptions) error {
 				if opts.Format == formatJSONL {
 					err = enc.Encode(e)
 				} else {
-					_, err = opts.IO.Out.Write([]byte(watchLine(st, e) + "\n"))
+					_, err = opts.Printer.Out.Write([]byte(watchLine(st, e) + "\n"))
 				}
 				if err != nil {
 					return err

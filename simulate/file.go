@@ -57,11 +57,18 @@ func (e *FileError) Error() string {
 	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
 }
 
+// MaxFileSize is the largest scenario file ParseFile reads, in bytes (1 MiB):
+// parsing YAML takes about 100 times the file's size in memory.
+const MaxFileSize = 1 << 20
+
 // ParseFile reads a scenario file (YAML, the schema of Schema). It validates
 // the document against the JSON Schema, then checks what the schema cannot
 // (durations, which fields each action takes). Every error is a *FileError
 // naming the line and the field.
 func ParseFile(data []byte) (Scenario, error) {
+	if len(data) > MaxFileSize {
+		return Scenario{}, &FileError{Line: 1, Msg: fmt.Sprintf("the file is over %d bytes; a scenario of at most 10000 events fits well within that", MaxFileSize)}
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return Scenario{}, yamlError(err)
@@ -144,6 +151,8 @@ func schemaError(root *yaml.Node, e *jsonschema.ValidationError) *FileError {
 		fe.Msg = "unknown field; accepted: " + strings.Join(allowedFields(path), ", ")
 	case *kind.MinItems:
 		fe.Msg = "needs at least one event"
+	case *kind.MaxItems:
+		fe.Msg = fmt.Sprintf("has %d events; at most %d (a longer run needs more memory than a scenario is worth)", k.Got, k.Want)
 	case *kind.Required:
 		fe.Msg = "missing " + strings.Join(k.Missing, ", ")
 	case *kind.Enum:

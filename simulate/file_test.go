@@ -38,6 +38,8 @@ func TestParseFileErrors(t *testing.T) {
 		{"name: x\npolicy:\n  budget: 20m\n  mode: fast\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", `line 4: policy.mode: "fast" is not one of trusted, ordinary`},
 		{"name: x\npolicy: {lease: 30s}\nguards: {fencing: maybe}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: guards.fencing:"},
 		{"name: x\npolicy: {lease: 30s}\nfence_start: 0\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: fence_start:"},
+		{head + strings.Repeat("  - {at: 0s, actor: A, do: acquire}\n", 10001), "line 3: events: has 10001 events; at most 10000"},
+		{head + strings.Repeat("#", MaxFileSize), "line 1: the file is over 1048576 bytes"},
 	} {
 		_, err := ParseFile([]byte(tc.file))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

@@ -247,6 +247,11 @@ func (ps PolicySpec) resolve() (leaseParams, error) {
 	if p.lease < 1 {
 		return p, fmt.Errorf("lease %s is under 1ms", lockcore.FormatDuration(time.Duration(p.lease)*time.Millisecond))
 	}
+	if p.renewable && p.renewEvery < 1 {
+		// The virtual clock counts whole ms: a 0ms renewal interval would
+		// renew at the same instant forever.
+		return p, fmt.Errorf("renew-every %s is under 1ms", lockcore.FormatDuration(ps.RenewEvery))
+	}
 	if p.renewable {
 		// lockcore.Keeper's retry interval after a failed renewal.
 		p.retry = min(max(p.renewEvery/4, 1), 500)

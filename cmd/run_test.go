@@ -178,13 +178,24 @@ func leaseLostArgs(pidFile string) []string {
 const lostLease = 600 * time.Millisecond
 const lostGrace = 100 * time.Millisecond
 
-// checkGraceGiven: the child got (about) the whole grace between SIGTERM and
-// SIGKILL, and still was gone before the lease could end.
-func checkGraceGiven(t *testing.T, stderr string) {
+// checkStoppedForLostLease: after the lease was lost at since (what says
+// how), the child (pid) is gone within limit + the grace, lockctl exits with
+// the lease-lost code, and the child got (about) the whole grace between
+// SIGTERM and SIGKILL. It returns lockctl's stderr.
+func checkStoppedForLostLease(t *testing.T, p *proc, pid int, since time.Time, limit time.Duration, what string) string {
 	t.Helper()
+	gone := goneAt(t, pid, 3*time.Second)
+	if code := p.exit(t); code != cmd.ExitLeaseLost {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
+	}
+	stderr := p.stderr.String()
 	if !regexp.MustCompile(`SIGTERM sent to the command, SIGKILL in ([2-9]\d|100)ms\n`).MatchString(stderr) {
 		t.Errorf("the child did not get the 100ms grace: %s", stderr)
 	}
+	if late := gone.Sub(since); late > limit+lostGrace {
+		t.Errorf("child gone %s after %s; limit %s, grace %s", late, what, limit, lostGrace)
+	}
+	return stderr
 }
 
 func TestRunLeaseLostOverwritten(t *testing.T) {
@@ -196,17 +207,9 @@ func TestRunLeaseLostOverwritten(t *testing.T) {
 	rdb := srv.Client(t)
 	pttl := rdb.PTTL(ctx, "lock:OrderId:order-demo-001").Val()
 	rdb.Set(ctx, "lock:OrderId:order-demo-001", "99:another-owner", time.Minute)
-	overwritten := time.Now()
-	gone := goneAt(t, pid, 3*time.Second)
-	if code := p.exit(t); code != cmd.ExitLeaseLost {
-		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
-	}
-	checkGraceGiven(t, p.stderr.String())
-	if late := gone.Sub(overwritten); late > pttl+lostGrace {
-		t.Errorf("child gone %s after the overwrite; the old lease had %s left, grace %s", late, pttl, lostGrace)
-	}
-	if !strings.Contains(p.stderr.String(), "lease lost: lock:OrderId:order-demo-001 is no longer ours") {
-		t.Errorf("stderr: %s", p.stderr.String())
+	stderr := checkStoppedForLostLease(t, p, pid, time.Now(), pttl, "the overwrite (limit: what the old lease had left)")
+	if !strings.Contains(stderr, "lease lost: lock:OrderId:order-demo-001 is no longer ours") {
+		t.Errorf("stderr: %s", stderr)
 	}
 	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "99:another-owner" {
 		t.Errorf("the new owner's lock was touched: %q", v)
@@ -225,16 +228,9 @@ func TestRunLeaseLostClientPause(t *testing.T) {
 	if err := srv.Client(t).Do(ctx, "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
 		t.Fatal(err)
 	}
-	gone := goneAt(t, pid, 3*time.Second)
-	if code := p.exit(t); code != cmd.ExitLeaseLost {
-		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
-	}
-	checkGraceGiven(t, p.stderr.String())
-	if late := gone.Sub(paused); late > lostLease+lostGrace {
-		t.Errorf("child gone %s after the pause began; lease %s, grace %s", late, lostLease, lostGrace)
-	}
-	if !strings.Contains(p.stderr.String(), "SIGKILL sent") {
-		t.Errorf("a child ignoring SIGTERM must be killed: %s", p.stderr.String())
+	stderr := checkStoppedForLostLease(t, p, pid, paused, lostLease, "the pause began (limit: the lease)")
+	if !strings.Contains(stderr, "SIGKILL sent") {
+		t.Errorf("a child ignoring SIGTERM must be killed: %s", stderr)
 	}
 }
 
@@ -249,16 +245,9 @@ func TestRunLeaseLostServerKilled(t *testing.T) {
 	pid := readPID(t, pidFile)
 	killed := time.Now()
 	srv.Stop()
-	gone := goneAt(t, pid, 3*time.Second)
-	if code := p.exit(t); code != cmd.ExitLeaseLost {
-		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.stderr.String())
-	}
-	checkGraceGiven(t, p.stderr.String())
-	if late := gone.Sub(killed); late > lostLease+lostGrace {
-		t.Errorf("child gone %s after the server died; lease %s, grace %s", late, lostLease, lostGrace)
-	}
-	if !strings.Contains(p.stderr.String(), "lockctl: lease lost: ") {
-		t.Errorf("stderr: %s", p.stderr.String())
+	stderr := checkStoppedForLostLease(t, p, pid, killed, lostLease, "the server died (limit: the lease)")
+	if !strings.Contains(stderr, "lockctl: lease lost: ") {
+		t.Errorf("stderr: %s", stderr)
 	}
 }
 

@@ -170,43 +170,38 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		}
 	}
 	defer func() { progress(res.Schedules) }()
-	values := make([]int64, len(dims))
+	// schedule runs the n-th schedule: the scenario with each dimension set
+	// to at(d), checking for Ctrl-C and reporting progress every 4096.
+	schedule := func(n int, at func(i int, d Dimension) int64) error {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			progress(n)
+		}
+		copy(work.Steps, sc.Steps)
+		for i, d := range dims {
+			d.set(&work.Steps[d.Step], at(i, d))
+		}
+		return try()
+	}
 	if o.Random {
 		res.Mode = "random"
 		seed := o.Seed
 		res.Seed = &seed
 		rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+		random := func(_ int, d Dimension) int64 { return d.FromMS + rng.Int64N(d.ToMS-d.FromMS+1) }
 		for n := 1; n < o.Runs; n++ {
-			if n%4096 == 0 {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				progress(n)
-			}
-			copy(work.Steps, sc.Steps)
-			for i, d := range dims {
-				values[i] = d.FromMS + rng.Int64N(d.ToMS-d.FromMS+1)
-				d.set(&work.Steps[d.Step], values[i])
-			}
-			if err := try(); err != nil {
+			if err := schedule(n, random); err != nil {
 				return res, err
 			}
 		}
 	} else if len(dims) > 0 {
 		g := gridPoints(o.Grid, len(dims))
 		idx := make([]int, len(dims))
+		point := func(i int, d Dimension) int64 { return d.FromMS + (d.ToMS-d.FromMS)*int64(idx[i])/int64(g-1) }
 		for n := 0; ; n++ {
-			if n%4096 == 0 {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				progress(n)
-			}
-			copy(work.Steps, sc.Steps)
-			for i, d := range dims {
-				d.set(&work.Steps[d.Step], d.FromMS+(d.ToMS-d.FromMS)*int64(idx[i])/int64(g-1))
-			}
-			if err := try(); err != nil {
+			if err := schedule(n, point); err != nil {
 				return res, err
 			}
 			k := 0

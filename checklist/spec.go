@@ -3,23 +3,15 @@ package checklist
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/yamlschema"
 	"github.com/lockctl/lockctl/lockcore"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed schema.json
@@ -43,8 +35,7 @@ type Spec struct {
 	Cancellation CancellationSpec `yaml:"cancellation"`
 	Commit       CommitSpec       `yaml:"commit"`
 	Recovery     RecoverySpec     `yaml:"recovery"`
-	// lines maps a dotted field path ("lock.renew") to its line in File.
-	lines map[string]int
+	doc          *yamlschema.Document
 }
 
 // IdentitySpec says who establishes the caller's trusted status.
@@ -106,17 +97,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // Line returns the spec line of a dotted field path ("lock.renew"); for an
 // absent field, the line of its nearest present parent (1 for the document).
 func (s *Spec) Line(path string) int {
-	for path != "" {
-		if l, ok := s.lines[path]; ok {
-			return l
-		}
-		i := strings.LastIndexByte(path, '.')
-		if i < 0 {
-			break
-		}
-		path = path[:i]
+	if s.doc == nil {
+		return 1
 	}
-	return 1
+	return s.doc.Line(strings.Split(path, "."))
 }
 
 // SpecError is one problem in a spec file, located at File:Line.
@@ -139,251 +123,110 @@ func (es SpecErrors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// specLimits bound what a spec's YAML may expand to: a "billion laughs"
+// file, or an alias of its own anchor, is an error, not a hang.
+var specLimits = yamlschema.Limits{MaxValues: 10000, MaxDepth: 50}
+
+// specSchema validates specs; "go-duration" is a duration with a unit.
+var specSchema = yamlschema.NewSchema(schemaJSON, map[string]func(any) bool{
+	"go-duration": func(v any) bool { return durationError(v) == nil },
+})
 
 // ParseSpec parses and validates one spec file against Schema. It returns
 // SpecErrors (each with the file and line) for YAML syntax errors, duplicate
 // keys, unknown fields, wrong types, values not accepted and bad durations.
 func ParseSpec(file string, data []byte) (*Spec, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg, line := err.Error(), 1
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		}
-		return nil, SpecErrors{{File: file, Line: line, Message: strings.TrimPrefix(msg, "yaml: ")}}
-	}
-	if len(doc.Content) == 0 {
+	doc, err := yamlschema.Parse(data, specLimits)
+	var syn *yamlschema.SyntaxError
+	var probs yamlschema.Problems
+	switch {
+	case errors.As(err, &syn):
+		return nil, SpecErrors{{File: file, Line: syn.Line, Message: syn.Msg}}
+	case errors.Is(err, yamlschema.ErrEmpty):
 		return nil, SpecErrors{{File: file, Line: 1, Message: "the spec is empty; `lockctl checklist init` writes a template"}}
-	}
-	root := doc.Content[0]
-	lines := map[string]int{}
-	conv := &converter{file: file, lines: lines}
-	inst, errs := conv.toJSON(root, "", 0)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	sch, err := compiledSchema()
-	if err != nil {
+	case errors.As(err, &probs):
+		return nil, specErrors(file, probs)
+	case err != nil:
 		return nil, err
 	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if !errors.As(err, &ve) {
-			return nil, err
-		}
-		return nil, schemaErrors(file, ve, lines, inst)
+	probs, err = specSchema.Validate(doc)
+	if err != nil {
+		return nil, fmt.Errorf("checklist %w", err)
 	}
-	s := &Spec{File: file, lines: lines}
-	if err := root.Decode(s); err != nil {
+	if len(probs) > 0 {
+		return nil, specErrors(file, probs)
+	}
+	s := &Spec{File: file, doc: doc}
+	if err := doc.Root.Decode(s); err != nil {
 		return nil, SpecErrors{{File: file, Line: 1, Message: err.Error()}}
 	}
 	return s, nil
 }
 
-// Limits of a spec's YAML: aliases may not expand it past maxNodes values
-// or nest it past maxDepth (a "billion laughs" file, or an alias of its own
-// anchor, is an error, not a hang).
-const (
-	maxNodes = 10000
-	maxDepth = 50
-)
-
-// converter turns a YAML node into the JSON values the validator takes,
-// recording each field's line and refusing duplicate keys and non-string keys.
-type converter struct {
-	file  string
-	lines map[string]int
-	nodes int
-}
-
-func (c *converter) toJSON(n *yaml.Node, path string, depth int) (any, SpecErrors) {
-	c.nodes++
-	if c.nodes > maxNodes || depth > maxDepth {
-		return nil, SpecErrors{{c.file, n.Line, fmt.Sprintf("%s: the spec expands to more than %d values or %d levels (YAML aliases?)", topField(path), maxNodes, maxDepth)}}
-	}
-	switch n.Kind {
-	case yaml.AliasNode:
-		return c.toJSON(n.Alias, path, depth+1)
-	case yaml.MappingNode:
-		obj := map[string]any{}
-		var errs SpecErrors
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			if k.Kind != yaml.ScalarNode {
-				errs = append(errs, SpecError{c.file, k.Line, fmt.Sprintf("%s: a key must be a plain name", label(path))})
-				continue
-			}
-			if _, dup := obj[k.Value]; dup {
-				errs = append(errs, SpecError{c.file, k.Line, fmt.Sprintf("%s: duplicate field (first on line %d)", p, c.lines[p])})
-				continue
-			}
-			c.lines[p] = k.Line
-			val, es := c.toJSON(v, p, depth+1)
-			if len(es) > 0 {
-				return nil, append(errs, es...)
-			}
-			obj[k.Value] = val
-		}
-		return obj, errs
-	case yaml.SequenceNode:
-		arr := make([]any, 0, len(n.Content))
-		for i, e := range n.Content {
-			val, es := c.toJSON(e, fmt.Sprintf("%s[%d]", path, i), depth+1)
-			if len(es) > 0 {
-				return nil, es
-			}
-			arr = append(arr, val)
-		}
-		return arr, nil
-	}
-	switch n.ShortTag() {
-	case "!!null":
-		return nil, nil
-	case "!!bool":
-		var b bool
-		if err := n.Decode(&b); err == nil {
-			return b, nil
-		}
-	case "!!int", "!!float":
-		var f float64
-		if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return json.Number(strconv.FormatFloat(f, 'f', -1, 64)), nil
-		}
-	}
-	return n.Value, nil
-}
-
-// topField is the top-level field of a path ("lock" of "lock.renew"), or "spec".
-func topField(path string) string {
-	if i := strings.IndexAny(path, ".["); i >= 0 {
-		path = path[:i]
-	}
-	return label(path)
-}
-
-func label(path string) string {
-	if path == "" {
-		return "spec"
-	}
-	return path
-}
-
-var (
-	schemaOnce sync.Once
-	schemaComp *jsonschema.Schema
-	schemaErr  error
-	// schemaDoc is the parsed schema, read to list accepted field names.
-	schemaDoc map[string]any
-)
-
-func compiledSchema() (*jsonschema.Schema, error) {
-	schemaOnce.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-		if err != nil {
-			schemaErr = fmt.Errorf("checklist schema: %w", err)
-			return
-		}
-		schemaDoc, _ = doc.(map[string]any)
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
-		c.RegisterFormat(&jsonschema.Format{Name: "go-duration", Validate: validateDuration})
-		if err := c.AddResource("task-spec.schema.json", doc); err != nil {
-			schemaErr = fmt.Errorf("checklist schema: %w", err)
-			return
-		}
-		schemaComp, schemaErr = c.Compile("task-spec.schema.json")
-	})
-	return schemaComp, schemaErr
-}
-
-// validateDuration is the "go-duration" format: a positive duration with a
+// durationError is why v is not a "go-duration": a positive duration with a
 // unit; a bare number gets lockcore's "has no unit; did you mean 60s?".
-func validateDuration(v any) error {
+// Values of other types pass (the type keyword reports them).
+func durationError(v any) error {
 	var s string
 	switch x := v.(type) {
 	case string:
 		s = x
-	case json.Number:
-		s = x.String()
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
 	default:
-		return nil // the type keyword reports other types
+		return nil
 	}
 	_, err := lockcore.ParsePositiveDuration(s)
 	return err
 }
 
-// schemaErrors flattens a validation error into one SpecError per leaf,
-// located at the field's line (an unknown field at its own key's line).
-func schemaErrors(file string, ve *jsonschema.ValidationError, lines map[string]int, inst any) SpecErrors {
-	var errs SpecErrors
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
+// specErrors words each problem as a SpecError at its line.
+func specErrors(file string, probs yamlschema.Problems) SpecErrors {
+	errs := make(SpecErrors, 0, len(probs))
+	for _, p := range probs {
+		at, msg := label(p.Path), ""
+		switch p.Keyword {
+		case "size":
+			at = label(p.Path[:min(len(p.Path), 1)])
+			msg = fmt.Sprintf("the spec expands to more than %d values or %d levels (YAML aliases?)", specLimits.MaxValues, specLimits.MaxDepth)
+		case "key":
+			msg = "a key must be a plain name"
+		case "duplicate":
+			msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
+		case "additionalProperties":
+			parent := p.Path[:len(p.Path)-1]
+			msg = fmt.Sprintf("unknown field; accepted in %s: %s", label(parent), strings.Join(specSchema.Properties(parent), ", "))
+		case "required":
+			for _, name := range p.Names {
+				errs = append(errs, SpecError{file, p.Line, fmt.Sprintf("%s: required field missing", label(append(p.Path, name)))})
 			}
-			return
-		}
-		path := strings.Join(e.InstanceLocation, ".")
-		line := func(p string) int {
-			for p != "" {
-				if l, ok := lines[p]; ok {
-					return l
-				}
-				i := strings.LastIndexByte(p, '.')
-				if i < 0 {
-					break
-				}
-				p = p[:i]
-			}
-			return 1
-		}
-		switch k := e.ErrorKind.(type) {
-		case *kind.AdditionalProperties:
-			for _, name := range k.Properties {
-				p := join(path, name)
-				errs = append(errs, SpecError{file, line(p), fmt.Sprintf("%s: unknown field; accepted in %s: %s", p, label(path), strings.Join(acceptedFields(e.InstanceLocation), ", "))})
-			}
-		case *kind.Required:
-			for _, name := range k.Missing {
-				errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: required field missing", join(path, name))})
-			}
-		case *kind.Enum:
-			want := make([]string, len(k.Want))
-			for i, w := range k.Want {
-				want[i] = fmt.Sprint(w)
-			}
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %s is not one of %s", label(path), display(k.Got), strings.Join(want, ", "))})
-		case *kind.Type:
+			continue
+		case "enum":
+			msg = fmt.Sprintf("%s is not one of %v", display(p.Value), p.Params["expected"])
+		case "type":
 			got := "null"
-			if v := valueAt(inst, e.InstanceLocation); v != nil {
-				got = fmt.Sprintf("%s (%s)", display(v), k.Got)
+			if p.Value != nil {
+				got = fmt.Sprintf("%s (%v)", display(p.Value), p.Params["received"])
 			}
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: got %s; want %s", label(path), got, strings.Join(k.Want, " or "))})
-		case *kind.Format:
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %v", label(path), k.Err)})
+			want, _ := p.Params["expected"].(string)
+			msg = fmt.Sprintf("got %s; want %s", got, strings.ReplaceAll(want, ", ", " or "))
+		case "format":
+			msg = fmt.Sprint(durationError(p.Value))
 		default:
-			errs = append(errs, SpecError{file, line(path), fmt.Sprintf("%s: %s", label(path), e.ErrorKind.LocalizedString(message.NewPrinter(language.English)))})
+			msg = p.Message
 		}
+		errs = append(errs, SpecError{file, p.Line, at + ": " + msg})
 	}
-	walk(ve)
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return errs
 }
 
-// valueAt returns the instance value at a location (nil when absent).
-func valueAt(inst any, loc []string) any {
-	for _, name := range loc {
-		obj, ok := inst.(map[string]any)
-		if !ok {
-			return nil
-		}
-		inst = obj[name]
+func label(p yamlschema.Path) string {
+	if len(p) == 0 {
+		return "spec"
 	}
-	return inst
+	return p.String()
 }
 
 func display(v any) string {
@@ -396,34 +239,6 @@ func display(v any) string {
 		return "a list"
 	}
 	return fmt.Sprint(v)
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// acceptedFields lists the property names the schema allows at an instance
-// location (only objects nested under "properties" occur in a spec).
-func acceptedFields(loc []string) []string {
-	node := schemaDoc
-	for _, name := range loc {
-		props, _ := node["properties"].(map[string]any)
-		next, _ := props[name].(map[string]any)
-		if next == nil {
-			return nil
-		}
-		node = next
-	}
-	props, _ := node["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 //go:embed template.yaml

@@ -3,21 +3,16 @@ package simulate
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/yamlschema"
 	"github.com/lockctl/lockctl/lockcore"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 //go:embed scenario.schema.json
@@ -27,19 +22,12 @@ var schemaJSON []byte
 // printed by `lockctl simulate schema`.
 func Schema() []byte { return slices.Clone(schemaJSON) }
 
-// compiledSchema is compiled on first use, not at start-up: every lockctl
-// command would otherwise pay for it.
-var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
-		panic(err) // the embedded schema is tested; this cannot happen at run time
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("scenario.schema.json", doc); err != nil {
-		panic(err)
-	}
-	return c.MustCompile("scenario.schema.json")
-})
+// fileSchema validates scenario files; it compiles on first use.
+var fileSchema = yamlschema.NewSchema(schemaJSON, nil)
+
+// fileLimits bound what a scenario file's YAML may expand to (aliases):
+// 10000 events of a few fields each fit well within them.
+var fileLimits = yamlschema.Limits{MaxValues: 100000, MaxDepth: 50}
 
 // FileError is an error in a scenario file: the line (1-based), the field
 // ("events[2].for", JSON-path style with 0-based indexes) and what is wrong.
@@ -64,133 +52,87 @@ const MaxFileSize = 1 << 20
 // ParseFile reads a scenario file (YAML, the schema of Schema). It validates
 // the document against the JSON Schema, then checks what the schema cannot
 // (durations, which fields each action takes). Every error is a *FileError
-// naming the line and the field.
+// naming the line and the field; of several, the first by line.
 func ParseFile(data []byte) (Scenario, error) {
 	if len(data) > MaxFileSize {
 		return Scenario{}, &FileError{Line: 1, Msg: fmt.Sprintf("the file is over %d bytes; a scenario of at most 10000 events fits well within that", MaxFileSize)}
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Scenario{}, yamlError(err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+	doc, err := yamlschema.Parse(data, fileLimits)
+	var syn *yamlschema.SyntaxError
+	var probs yamlschema.Problems
+	switch {
+	case errors.As(err, &syn):
+		return Scenario{}, &FileError{Line: syn.Line, Msg: "not valid YAML: " + syn.Msg}
+	case errors.Is(err, yamlschema.ErrEmpty):
 		return Scenario{}, &FileError{Line: 1, Msg: "the file is empty; it needs name, policy and events"}
-	}
-	root := doc.Content[0]
-	if err := validate(root); err != nil {
+	case errors.As(err, &probs):
+		return Scenario{}, fileError(doc, probs[0])
+	case err != nil:
 		return Scenario{}, err
 	}
-	return decode(root)
-}
-
-func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, after, ok := strings.Cut(rest, ": "); ok {
-			if v, err := strconv.Atoi(n); err == nil {
-				line, msg = v, after
-			}
-		}
-	}
-	return &FileError{Line: line, Msg: "not valid YAML: " + msg}
-}
-
-var printer = message.NewPrinter(language.English)
-
-// validate checks the document against the JSON Schema and reports the first
-// error (by line) with its line and field.
-func validate(root *yaml.Node) error {
-	var v any
-	if err := root.Decode(&v); err != nil {
-		return &FileError{Line: root.Line, Msg: err.Error()}
-	}
-	raw, err := json.Marshal(v)
+	probs, err = fileSchema.Validate(doc)
 	if err != nil {
-		return &FileError{Line: root.Line, Msg: "only plain YAML values are allowed: " + err.Error()}
+		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return &FileError{Line: root.Line, Msg: err.Error()}
+	if len(probs) > 0 {
+		return Scenario{}, fileError(doc, probs[0])
 	}
-	err = compiledSchema().Validate(inst)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
-	}
-	var found []*FileError
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		found = append(found, schemaError(root, e))
-	}
-	walk(ve)
-	slices.SortStableFunc(found, func(a, b *FileError) int { return a.Line - b.Line })
-	return found[0]
+	return decode(doc)
 }
 
-func schemaError(root *yaml.Node, e *jsonschema.ValidationError) *FileError {
-	path := e.InstanceLocation
-	n, keyLine := nodeAt(root, path)
-	fe := &FileError{Line: keyLine, Field: fieldName(path)}
-	if n != nil && keyLine == 0 {
-		fe.Line = n.Line
-	}
-	switch k := e.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
-		p := k.Properties[0]
-		fe.Field = fieldName(append(slices.Clone(path), p))
-		if _, l := nodeAt(root, append(slices.Clone(path), p)); l > 0 {
-			fe.Line = l
+// fileError words a problem as a *FileError; doc is nil for problems Parse
+// found.
+func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
+	fe := &FileError{Line: p.Line, Field: p.Path.String()}
+	text := "the value"
+	if doc != nil {
+		if n := doc.Node(p.Path); n != nil && n.Kind == yaml.ScalarNode {
+			text = strconv.Quote(n.Value)
 		}
-		fe.Msg = "unknown field; accepted: " + strings.Join(allowedFields(path), ", ")
-	case *kind.MinItems:
+	}
+	switch p.Keyword {
+	case "size":
+		fe.Field = p.Path[:min(len(p.Path), 1)].String()
+		fe.Msg = fmt.Sprintf("the file expands to more than %d values or %d levels (YAML aliases?)", fileLimits.MaxValues, fileLimits.MaxDepth)
+	case "key":
+		fe.Msg = "a key must be a plain name"
+	case "duplicate":
+		fe.Msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
+	case "additionalProperties":
+		fe.Msg = "unknown field; accepted: " + strings.Join(fileSchema.Properties(p.Path[:len(p.Path)-1]), ", ")
+	case "minItems":
 		fe.Msg = "needs at least one event"
-	case *kind.MaxItems:
-		fe.Msg = fmt.Sprintf("has %d events; at most %d (a longer run needs more memory than a scenario is worth)", k.Got, k.Want)
-	case *kind.Required:
-		fe.Msg = "missing " + strings.Join(k.Missing, ", ")
-	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
+	case "maxItems":
+		n, _ := p.Value.([]any)
+		fe.Msg = fmt.Sprintf("has %d events; at most %v (a longer run needs more memory than a scenario is worth)", len(n), p.Params["max_items"])
+	case "required":
+		fe.Msg = "missing " + strings.Join(p.Names, ", ")
+	case "enum":
+		fe.Msg = fmt.Sprintf("%s is not one of %v", text, p.Params["expected"])
+	case "pattern":
+		s, _ := p.Value.(string)
+		if !isDurationField(p.Path) {
+			fe.Msg = fmt.Sprintf("%q must start with a letter and have at most 16 letters, digits, _ or -", s)
+			break
 		}
-		fe.Msg = fmt.Sprintf("%v is not one of %s", valueText(n), strings.Join(want, ", "))
-	case *kind.Pattern:
-		if isDurationField(path) {
-			_, err := lockcore.ParseDuration(k.Got)
-			if err == nil {
-				err = fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", k.Got)
-			}
-			fe.Msg = err.Error()
-		} else {
-			fe.Msg = fmt.Sprintf("%q must start with a letter and have at most 16 letters, digits, _ or -", k.Got)
+		_, err := lockcore.ParseDuration(s)
+		if err == nil {
+			err = fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
 		}
-	case *kind.Type:
-		if isDurationField(path) && n != nil {
-			_, err := lockcore.ParseDuration(n.Value)
-			if err != nil {
+		fe.Msg = err.Error()
+	case "type":
+		if n := doc.Node(p.Path); isDurationField(p.Path) && n != nil {
+			if _, err := lockcore.ParseDuration(n.Value); err != nil {
 				fe.Msg = err.Error()
 				break
 			}
 		}
-		fe.Msg = fmt.Sprintf("%s is a %s; want %s", valueText(n), k.Got, strings.Join(k.Want, " or "))
+		want, _ := p.Params["expected"].(string)
+		fe.Msg = fmt.Sprintf("%s is a %v; want %s", text, p.Params["received"], strings.ReplaceAll(want, ", ", " or "))
 	default:
-		fe.Msg = e.ErrorKind.LocalizedString(printer)
+		fe.Msg = p.Message
 	}
 	return fe
-}
-
-func valueText(n *yaml.Node) string {
-	if n == nil || n.Kind != yaml.ScalarNode {
-		return "the value"
-	}
-	return strconv.Quote(n.Value)
 }
 
 func isDurationField(path []string) bool {
@@ -204,66 +146,10 @@ func isDurationField(path []string) bool {
 	return false
 }
 
-func allowedFields(path []string) []string {
-	switch {
-	case len(path) == 0:
-		return []string{"name", "description", "policy", "guards", "fence_start", "fence_source", "check", "checkpoints", "replication_lag", "events"}
-	case path[0] == "policy":
-		return []string{"lease", "budget", "mode", "renew_every", "lease_cap", "renew_bound"}
-	case path[0] == "guards":
-		return GuardNames
-	}
-	return []string{"at", "actor", "do", "for", "by", "wait", "key", "note"}
-}
-
-// nodeAt follows a JSON-pointer path from root; it returns the value node
-// and, for a mapping entry, the line of its key.
-func nodeAt(root *yaml.Node, path []string) (*yaml.Node, int) {
-	n, keyLine := root, 0
-	for _, tok := range path {
-		switch n.Kind {
-		case yaml.MappingNode:
-			next := (*yaml.Node)(nil)
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == tok {
-					next, keyLine = n.Content[i+1], n.Content[i].Line
-				}
-			}
-			if next == nil {
-				return n, keyLine
-			}
-			n = next
-		case yaml.SequenceNode:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i >= len(n.Content) {
-				return n, keyLine
-			}
-			n, keyLine = n.Content[i], n.Content[i].Line
-		default:
-			return n, keyLine
-		}
-	}
-	return n, keyLine
-}
-
-func fieldName(path []string) string {
-	var b strings.Builder
-	for _, tok := range path {
-		if _, err := strconv.Atoi(tok); err == nil {
-			b.WriteString("[" + tok + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tok)
-	}
-	return b.String()
-}
-
 // decode builds the Scenario from a schema-valid document, checking what
 // the schema cannot.
-func decode(root *yaml.Node) (Scenario, error) {
+func decode(doc *yamlschema.Document) (Scenario, error) {
+	root := doc.Root
 	sc := Scenario{Guards: AllGuards(), FenceStart: 1, FenceSource: FenceRedis, Check: CheckNone}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -308,11 +194,7 @@ func decode(root *yaml.Node) (Scenario, error) {
 		}
 	}
 	if _, err := sc.Policy.resolve(); err != nil {
-		n, line := nodeAt(root, []string{"policy"})
-		if line == 0 {
-			line = n.Line
-		}
-		return sc, &FileError{Line: line, Field: "policy", Msg: err.Error()}
+		return sc, &FileError{Line: doc.Line(yamlschema.Path{"policy"}), Field: "policy", Msg: err.Error()}
 	}
 	return sc, nil
 }

@@ -1,0 +1,395 @@
+// Package yamlschema validates YAML files (scenario files, checklist specs)
+// against a JSON Schema (draft 2020-12) and puts every problem on a line.
+//
+// Parse turns a YAML document into JSON values, refusing what JSON cannot
+// hold (duplicate keys, non-string keys) and documents that aliases expand
+// past Limits; Schema.Validate runs github.com/kaptinlin/jsonschema on those
+// values and maps each failed keyword back to the line of its YAML value.
+// Callers word the messages: a Problem carries the keyword, the path, the
+// value and the names involved, not prose.
+package yamlschema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kaptinlin/jsonschema"
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits bound what a document may expand to: YAML aliases let a small file
+// stand for a huge tree ("billion laughs"), or for itself.
+type Limits struct {
+	MaxValues int // scalars, mappings and sequences, aliases counted each time
+	MaxDepth  int // nesting levels
+}
+
+// Path is a location in a document: mapping keys, and sequence indexes as
+// decimal strings.
+type Path []string
+
+// String is the path as a field name: "events[2].for", "lock.budget"; ""
+// for the document itself.
+func (p Path) String() string {
+	var b strings.Builder
+	for _, tok := range p {
+		if _, err := strconv.Atoi(tok); err == nil {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tok)
+	}
+	return b.String()
+}
+
+func (p Path) key() string { return strings.Join(p, "\x00") }
+
+// Problem is one thing wrong with a document.
+type Problem struct {
+	Line int  // 1-based line of the value (of the key, for a mapping entry)
+	Path Path // where; an unknown or duplicate field's path ends with its name
+	// Keyword is the JSON Schema keyword that failed ("required", "enum",
+	// "type", "additionalProperties", "pattern", "format", "minItems",
+	// "maxItems", "minLength", "minProperties", ...), or one of what the YAML
+	// itself gets wrong: "duplicate" (Params["first"] is the first line),
+	// "key" (a key that is not a plain scalar), "size" (past Limits).
+	Keyword string
+	Names   []string       // required: the missing fields; additionalProperties: the unknown one
+	Value   any            // the value at Path (nil when absent)
+	Params  map[string]any // the validator's parameters, e.g. enum's "expected" ("a, b, c")
+	Message string         // the validator's own wording (English), for keywords a caller does not word
+}
+
+// Problems is a list of problems sorted by line; as an error it is its
+// first problem.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	if len(ps) == 0 {
+		return "no problems"
+	}
+	p := ps[0]
+	return fmt.Sprintf("line %d: %s: %s", p.Line, p.Path, p.Keyword)
+}
+
+// SyntaxError is YAML that does not parse.
+type SyntaxError struct {
+	Line int
+	Msg  string // yaml's message without its "yaml: line N: " prefix
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// ErrEmpty is returned by Parse for a file without a document.
+var ErrEmpty = errors.New("empty document")
+
+// Document is a parsed YAML document and its JSON values.
+type Document struct {
+	Root  *yaml.Node // the document's top node
+	Value any        // map[string]any, []any, string, bool, int64, float64 or nil
+	lines map[string]int
+	nodes map[string]*yaml.Node
+}
+
+// Node returns the YAML node of the value at p, or nil.
+func (d *Document) Node(p Path) *yaml.Node { return d.nodes[p.key()] }
+
+// Line returns the line of the value at p, or of its nearest parent that
+// has one (1 at worst).
+func (d *Document) Line(p Path) int {
+	for n := len(p); n >= 0; n-- {
+		if l, ok := d.lines[p[:n].key()]; ok {
+			return l
+		}
+	}
+	return 1
+}
+
+// Parse reads one YAML document. It returns *SyntaxError for YAML that does
+// not parse, ErrEmpty for no document, and Problems ("duplicate", "key",
+// "size") for YAML that JSON cannot hold or that expands past lim.
+func Parse(data []byte, lim Limits) (*Document, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, syntaxError(err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, ErrEmpty
+	}
+	root := doc.Content[0]
+	c := &converter{lim: lim, lines: map[string]int{"": root.Line}, nodes: map[string]*yaml.Node{"": root}}
+	v := c.value(root, nil)
+	if len(c.problems) > 0 {
+		slices.SortStableFunc(c.problems, func(a, b Problem) int { return a.Line - b.Line })
+		return nil, c.problems
+	}
+	return &Document{Root: root, Value: v, lines: c.lines, nodes: c.nodes}, nil
+}
+
+func syntaxError(err error) *SyntaxError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, after, ok := strings.Cut(rest, ": "); ok {
+			if v, err := strconv.Atoi(n); err == nil {
+				line, msg = v, after
+			}
+		}
+	}
+	return &SyntaxError{Line: line, Msg: msg}
+}
+
+type converter struct {
+	lim      Limits
+	lines    map[string]int
+	nodes    map[string]*yaml.Node
+	values   int
+	problems Problems
+}
+
+// value converts n at path p; after a "size" problem it stops converting.
+func (c *converter) value(n *yaml.Node, p Path) any {
+	c.values++
+	if c.values > c.lim.MaxValues || len(p) > c.lim.MaxDepth {
+		if !slices.ContainsFunc(c.problems, func(x Problem) bool { return x.Keyword == "size" }) {
+			c.problems = append(c.problems, Problem{Line: n.Line, Path: p[:min(len(p), 1)], Keyword: "size",
+				Params: map[string]any{"values": c.lim.MaxValues, "depth": c.lim.MaxDepth}})
+		}
+		return nil
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return c.value(n.Alias, p)
+	case yaml.MappingNode:
+		obj := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				c.problems = append(c.problems, Problem{Line: k.Line, Path: p, Keyword: "key"})
+				continue
+			}
+			kp := append(slices.Clip(p), k.Value)
+			if _, dup := obj[k.Value]; dup {
+				c.problems = append(c.problems, Problem{Line: k.Line, Path: kp, Keyword: "duplicate",
+					Params: map[string]any{"first": c.lines[kp.key()]}})
+				continue
+			}
+			c.lines[kp.key()], c.nodes[kp.key()] = k.Line, v
+			obj[k.Value] = c.value(v, kp)
+		}
+		return obj
+	case yaml.SequenceNode:
+		arr := make([]any, 0, len(n.Content))
+		for i, e := range n.Content {
+			ep := append(slices.Clip(p), strconv.Itoa(i))
+			c.lines[ep.key()], c.nodes[ep.key()] = e.Line, e
+			arr = append(arr, c.value(e, ep))
+		}
+		return arr
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err == nil {
+			return b
+		}
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err == nil {
+			return i
+		}
+		fallthrough
+	case "!!float":
+		var f float64
+		if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return f
+		}
+	}
+	return n.Value
+}
+
+// Schema is a JSON Schema compiled on first use (not at start-up: every
+// lockctl command would pay for it).
+type Schema struct {
+	compile func() (*jsonschema.Schema, error)
+	doc     func() map[string]any
+}
+
+// NewSchema returns the schema in raw (JSON); formats are the custom
+// "format" values it asserts (name → accepts; a validator sees every
+// instance type).
+func NewSchema(raw []byte, formats map[string]func(any) bool) *Schema {
+	return &Schema{
+		compile: sync.OnceValues(func() (*jsonschema.Schema, error) {
+			c := jsonschema.NewCompiler().SetAssertFormat(true)
+			for name, ok := range formats {
+				c.RegisterFormat(name, ok)
+			}
+			return c.Compile(raw)
+		}),
+		doc: sync.OnceValue(func() map[string]any {
+			var m map[string]any
+			_ = json.Unmarshal(raw, &m) // Validate has compiled it first: it is JSON
+			return m
+		}),
+	}
+}
+
+// Validate checks d against the schema. It returns the problems sorted by
+// line (nil when d is valid), or an error when the schema does not compile.
+func (s *Schema) Validate(d *Document) (Problems, error) {
+	sch, err := s.compile()
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	res := sch.Validate(d.Value)
+	if res.IsValid() {
+		return nil, nil
+	}
+	var ps Problems
+	d.collect(res, nil, &ps)
+	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
+	return ps, nil
+}
+
+// Keywords whose failure only says that a subschema failed: the subschema's
+// own result names the problem.
+var aggregate = map[string]bool{"properties": true, "items": true, "prefixItems": true, "$ref": true,
+	"$dynamicRef": true, "allOf": true, "schema": true}
+
+// collect walks a result tree; instance locations in it are relative to the
+// parent result. additionalProperties is read as false (an unknown field),
+// the only way lockctl's schemas use it.
+func (d *Document) collect(r *jsonschema.EvaluationResult, at Path, ps *Problems) {
+	if r.IsValid() {
+		return
+	}
+	at = append(slices.Clip(at), pointer(r.InstanceLocation)...)
+	if _, present := d.lines[at.key()]; !present {
+		return // kaptinlin also checks an absent required field as null; "required" reports it
+	}
+	keywords := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		keywords = append(keywords, k)
+	}
+	slices.Sort(keywords)
+	for _, k := range keywords {
+		e := r.Errors[k]
+		if aggregate[e.Keyword] {
+			continue
+		}
+		p := Problem{Line: d.Line(at), Path: at, Keyword: e.Keyword, Value: valueAt(d.Value, at), Params: e.Params, Message: e.Error()}
+		switch e.Keyword {
+		case "required":
+			p.Names = quoted(e.Params)
+		case "additionalProperties":
+			for _, name := range quoted(e.Params) {
+				q := append(slices.Clip(at), name)
+				*ps = append(*ps, Problem{Line: d.Line(q), Path: q, Keyword: e.Keyword, Names: []string{name}, Value: valueAt(d.Value, q), Params: e.Params, Message: e.Error()})
+			}
+			continue
+		}
+		*ps = append(*ps, p)
+	}
+	for _, c := range r.Details {
+		if strings.HasPrefix(c.EvaluationPath, "/additionalProperties/") {
+			continue // reported above, by name
+		}
+		d.collect(c, at, ps)
+	}
+}
+
+// quoted reads the names in a required or additionalProperties error:
+// "'a'" or "'a', 'b'".
+func quoted(params map[string]any) []string {
+	s, _ := params["property"].(string)
+	if s == "" {
+		s, _ = params["properties"].(string)
+	}
+	var names []string
+	for _, q := range strings.Split(s, ", ") {
+		if n := strings.TrimSuffix(strings.TrimPrefix(q, "'"), "'"); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// pointer splits a JSON pointer ("/events/2") into a Path.
+func pointer(s string) Path {
+	if s == "" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(s, "/"), "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks
+}
+
+// valueAt returns the value at p (nil when absent).
+func valueAt(v any, p Path) any {
+	for _, tok := range p {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// Properties lists, sorted, the field names the schema accepts in the
+// mapping at p (following properties, items and local $refs).
+func (s *Schema) Properties(p Path) []string {
+	node := s.doc()
+	for _, tok := range p {
+		node = s.deref(node)
+		if _, err := strconv.Atoi(tok); err == nil {
+			node, _ = node["items"].(map[string]any)
+		} else {
+			props, _ := node["properties"].(map[string]any)
+			node, _ = props[tok].(map[string]any)
+		}
+		if node == nil {
+			return nil
+		}
+	}
+	props, _ := s.deref(node)["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// deref follows a local "$ref": "#/$defs/name".
+func (s *Schema) deref(node map[string]any) map[string]any {
+	ref, _ := node["$ref"].(string)
+	name, ok := strings.CutPrefix(ref, "#/$defs/")
+	if !ok {
+		return node
+	}
+	defs, _ := s.doc()["$defs"].(map[string]any)
+	def, _ := defs[name].(map[string]any)
+	return def
+}

@@ -1,0 +1,129 @@
+package yamlschema
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const testSchema = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["name", "items"],
+  "properties": {
+    "name": {"type": "string", "minLength": 1},
+    "mode": {"enum": ["a", "b"]},
+    "items": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/item"}}
+  },
+  "$defs": {
+    "item": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": ["at"],
+      "properties": {"at": {"type": "string", "format": "even"}, "n": {"type": "integer"}}
+    }
+  }
+}`
+
+var schema = NewSchema([]byte(testSchema), map[string]func(any) bool{
+	"even": func(v any) bool { s, ok := v.(string); return !ok || len(s)%2 == 0 },
+})
+
+// brief renders problems as "line:path:keyword[names]" for comparison.
+func brief(ps Problems) string {
+	var b []string
+	for _, p := range ps {
+		s := fmt.Sprintf("%d:%s:%s", p.Line, p.Path, p.Keyword)
+		if len(p.Names) > 0 {
+			s += fmt.Sprint(p.Names)
+		}
+		b = append(b, s)
+	}
+	return strings.Join(b, " ")
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{"name: x\nitems:\n  - at: ab\n", ""},
+		// An absent required field is one problem, not also a type error.
+		{"mode: a\n", "1::required[name items]"},
+		{"name: x\nitems: []\nbogus: 1\nother: 2\n", "3:bogus:additionalProperties[bogus] 4:other:additionalProperties[other]"},
+		{"name: x\nmode: c\nitems:\n  - at: ab\n  - {at: abc, n: 1.5}\n", "2:mode:enum 5:items[1].at:format 5:items[1].n:type"},
+		{"name: x\nitems:\n  - {n: 1, zz: 2}\n", "3:items[0].zz:additionalProperties[zz] 3:items[0]:required[at]"},
+		{"name: x\nitems: [{at: ab}, {at: ab}, {at: ab}]\n", "2:items:maxItems"},
+		{"name: 7\nitems: []\n", "1:name:type"},
+	} {
+		doc, err := Parse([]byte(tc.doc), Limits{MaxValues: 100, MaxDepth: 10})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		ps, err := schema.Validate(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := brief(ps); got != tc.want {
+			t.Errorf("%q:\n got %s\nwant %s", tc.doc, got, tc.want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	lim := Limits{MaxValues: 50, MaxDepth: 4}
+	for _, tc := range []struct{ doc, want string }{
+		{"a: 1\nb: 2\na: 3\n", "3:a:duplicate"},
+		{"? [1]\n: x\n", "1::key"},
+		{"a: &x [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: [*x, *x, *x, *x, *x, *x]\n", "1:b:size"},
+		{"a: &x {b: *x}\n", "1:a:size"},
+		{"a: {b: {c: {d: {e: 1}}}}\n", "1:a:size"},
+	} {
+		_, err := Parse([]byte(tc.doc), lim)
+		var ps Problems
+		if !errors.As(err, &ps) {
+			t.Errorf("%q: got %v, want problems", tc.doc, err)
+			continue
+		}
+		if got := brief(ps); got != tc.want {
+			t.Errorf("%q:\n got %s\nwant %s", tc.doc, got, tc.want)
+		}
+	}
+	var syn *SyntaxError
+	if _, err := Parse([]byte("a: 1\nb: [\n"), lim); !errors.As(err, &syn) || syn.Line < 1 {
+		t.Errorf("syntax: %v", err)
+	}
+	if _, err := Parse([]byte("# only a comment\n"), lim); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty: %v", err)
+	}
+}
+
+func TestLineAndNode(t *testing.T) {
+	doc, err := Parse([]byte("name: x\nitems:\n  - at: ab\n    n: 2\n"), Limits{MaxValues: 100, MaxDepth: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path Path
+		line int
+	}{{nil, 1}, {Path{"items"}, 2}, {Path{"items", "0"}, 3}, {Path{"items", "0", "n"}, 4}, {Path{"items", "0", "missing"}, 3}} {
+		if got := doc.Line(tc.path); got != tc.line {
+			t.Errorf("Line(%v) = %d, want %d", tc.path, got, tc.line)
+		}
+	}
+	if n := doc.Node(Path{"items", "0", "n"}); n == nil || n.Value != "2" {
+		t.Errorf("Node = %v", n)
+	}
+	if got := schema.Properties(Path{"items", "0"}); strings.Join(got, ",") != "at,n" {
+		t.Errorf("Properties(items[0]) = %v", got)
+	}
+	if got := (Path{"items", "3", "at"}).String(); got != "items[3].at" {
+		t.Errorf("String = %q", got)
+	}
+}
+
+func TestBadSchema(t *testing.T) {
+	doc, _ := Parse([]byte("a: 1\n"), Limits{MaxValues: 10, MaxDepth: 10})
+	if _, err := NewSchema([]byte(`{"type": `), nil).Validate(doc); err == nil {
+		t.Error("a schema that is not JSON compiled")
+	}
+}

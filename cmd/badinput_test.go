@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redistest"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // badCase is one entry of testdata/badinput/cases.yaml: hostile or careless

@@ -6,16 +6,22 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Regular expressions only for values a cheap check already singled out;
-// the hot path of a scan uses the byte checks at the end of this file.
+// the hot path of a scan uses the byte checks at the end of this file. They
+// compile on first use: commands that never inspect do not pay for them.
 var (
-	reShedlock   = regexp.MustCompile(`^ADDED:([^@]+)@(.*)$`)
-	reUUIDSuffix = regexp.MustCompile(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
-	reHostPID    = regexp.MustCompile(`^(.+):([0-9]+)$`)
+	reShedlock   = lazyRegexp(`^ADDED:([^@]+)@(.*)$`)
+	reUUIDSuffix = lazyRegexp(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
+	reHostPID    = lazyRegexp(`^(.+):([0-9]+)$`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // maxUnknownOwner bounds the owner shown for a value no layout explains.
 const maxUnknownOwner = 256
@@ -40,7 +46,7 @@ func (d *detection) detectString() {
 	switch {
 	case isLockctlValue(s):
 		d.lockctl(s)
-	case strings.HasPrefix(s, "ADDED:") && reShedlock.MatchString(s):
+	case strings.HasPrefix(s, "ADDED:") && reShedlock().MatchString(s):
 		d.shedlock(s)
 	case strings.HasPrefix(key, "CSRedisClientLock:") && isUUID(s):
 		// csredis, src/CSRedisCore/CSRedisClient.cs Lock(): key
@@ -128,12 +134,12 @@ func (d *detection) lockctl(s string) {
 // toIsoString(now), getHostname()) (newer versions may append ":<uuid>"),
 // SET NX PX lockAtMostFor.
 func (d *detection) shedlock(s string) {
-	m := reShedlock.FindStringSubmatch(s)
+	m := reShedlock().FindStringSubmatch(s)
 	d.setLayout("shedlock", Certain)
 	d.setOwner([]byte(s))
 	h := d.holder()
 	host := m[2]
-	if u := reUUIDSuffix.FindStringSubmatch(host); u != nil {
+	if u := reUUIDSuffix().FindStringSubmatch(host); u != nil {
 		host, h.ClientID = u[1], u[2]
 	}
 	h.Host = host
@@ -148,7 +154,7 @@ func (d *detection) shedlock(s string) {
 func (d *detection) redisLockGemOwner(b []byte) {
 	d.setOwner(b)
 	d.valueTTL = true
-	if m := reHostPID.FindStringSubmatch(string(b)); m != nil {
+	if m := reHostPID().FindStringSubmatch(string(b)); m != nil {
 		d.holder().Host = m[1]
 		d.holder().PID, _ = parseInt(m[2])
 	}
@@ -180,7 +186,7 @@ func (d *detection) redisLockGemExpire(s string) {
 	}
 	d.setLayout("redis-lock-gem", Certain)
 	d.setOwner(cv.Bytes)
-	if m := reHostPID.FindStringSubmatch(string(cv.Bytes)); m != nil {
+	if m := reHostPID().FindStringSubmatch(string(cv.Bytes)); m != nil {
 		d.holder().Host = m[1]
 		d.holder().PID, _ = parseInt(m[2])
 	}

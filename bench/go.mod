@@ -1,6 +1,6 @@
 module github.com/lockctl/lockctl/bench
 
-go 1.26.0
+go 1.26.4
 
 require (
 	github.com/bsm/redislock v0.9.4

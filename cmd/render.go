@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/lipgloss/table"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -215,53 +215,98 @@ func (t *TableView) Table(header []string, rows [][]string) {
 	if t.err != nil {
 		return
 	}
-	t.err = renderTable(t.p.Out, t.p.TTY, header, rows)
+	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Styles, header, rows)
 }
 
-func renderTable(w io.Writer, tty bool, header []string, rows [][]string) error {
-	var opts []tablewriter.Option
+// renderTable writes a table with header row: on a terminal with rounded
+// borders, into a pipe as plain columns two spaces apart with no trailing
+// spaces. Columns are as wide as their widest cell in terminal cells
+// (lipgloss.Width: East Asian wide characters count 2, colour codes 0); a
+// cell's lines are stacked.
+func renderTable(w io.Writer, tty bool, st *Styles, header []string, rows [][]string) error {
+	head := make([]string, len(header))
+	for i, h := range header {
+		head[i] = headerText(h)
+	}
 	if tty {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleRounded)})))
-	} else {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenRows: tw.Off, BetweenColumns: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off},
-			},
-		})))
-	}
-	opts = append(opts,
-		tablewriter.WithHeaderAutoFormat(tw.On),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithTrimSpace(tw.Off),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-	)
-	var buf bytes.Buffer
-	tbl := tablewriter.NewTable(&buf, opts...)
-	tbl.Header(header)
-	if err := tbl.Bulk(rows); err != nil {
+		tbl := table.New().
+			Border(lipgloss.RoundedBorder()).
+			BorderHeader(len(rows) > 0).
+			StyleFunc(func(row, col int) lipgloss.Style { return st.Cell }).
+			Headers(head...)
+		for _, row := range rows {
+			shown := make([]string, len(row))
+			for c, cell := range row {
+				// Tabs as spaces and bytes that are not UTF-8 as the U+FFFD the
+				// terminal shows, so that lipgloss measures what is shown.
+				shown[c] = string([]rune(strings.ReplaceAll(cell, "\t", tabSpaces)))
+			}
+			tbl.Row(shown...)
+		}
+		_, err := io.WriteString(w, tbl.Render()+"\n")
 		return err
 	}
-	if err := tbl.Render(); err != nil {
-		return err
+	return writeColumns(w, append([][]string{head}, rows...))
+}
+
+// tabSpaces stand for a tab in a table cell, so that it cannot break the
+// columns; four, as lipgloss renders a tab.
+const tabSpaces = "    "
+
+// headerText is a header as tables show it: upper case, underscores as
+// spaces, runs of spaces as one ("expires_at" and "expires  at" give
+// "EXPIRES AT").
+func headerText(h string) string {
+	return strings.ToUpper(strings.Join(strings.Fields(strings.ReplaceAll(h, "_", " ")), " "))
+}
+
+// writeColumns writes rows as columns two spaces apart, each as wide as its
+// widest cell, with trailing spaces dropped.
+func writeColumns(w io.Writer, rows [][]string) error {
+	var widths []int
+	cells := make([][][]string, len(rows)) // row, column, line
+	for r, row := range rows {
+		cells[r] = make([][]string, len(row))
+		for c, cell := range row {
+			cell = strings.ReplaceAll(cell, "\t", tabSpaces)
+			cells[r][c] = strings.Split(cell, "\n")
+			if c == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[c] = max(widths[c], cellWidth(cell))
+		}
 	}
-	out := buf.String()
-	if !tty {
-		out = trimLines(out)
+	var b bytes.Buffer
+	for _, row := range cells {
+		height := 1
+		for _, lines := range row {
+			height = max(height, len(lines))
+		}
+		for l := range height {
+			start := b.Len()
+			for c, lines := range row {
+				text := ""
+				if l < len(lines) {
+					text = lines[l]
+				}
+				b.WriteString(text)
+				if c < len(row)-1 {
+					b.WriteString(strings.Repeat(" ", widths[c]-cellWidth(text)+2))
+				}
+			}
+			b.Truncate(start + len(bytes.TrimRight(b.Bytes()[start:], " ")))
+			b.WriteByte('\n')
+		}
 	}
-	_, err := io.WriteString(w, out)
+	_, err := b.WriteTo(w)
 	return err
 }
 
-// trimLines drops trailing spaces and the leading column padding of plain tables.
-func trimLines(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(strings.TrimPrefix(l, " "), " ")
+// cellWidth is the width of s in terminal cells by lipgloss.Width, with each
+// byte that is not UTF-8 counted as the U+FFFD a terminal shows for it.
+func cellWidth(s string) int {
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return lipgloss.Width(s)
 }

@@ -26,3 +26,40 @@ func TestControlEscaper(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderTable: plain columns two spaces apart and a rounded-border table
+// on a terminal, both aligned by display width (日本 is 4 cells wide), with
+// headers upper-cased and a cell's lines stacked.
+func TestRenderTable(t *testing.T) {
+	header := []string{"key", "expires_at", "owner"}
+	rows := [][]string{
+		{"lock:日本", "-", "a"},
+		{"lock:b", "in 5s", "two\nlines"},
+	}
+	for _, c := range []struct {
+		tty  bool
+		want string
+	}{
+		{false, "" +
+			"KEY        EXPIRES AT  OWNER\n" +
+			"lock:日本  -           a\n" +
+			"lock:b     in 5s       two\n" +
+			"                       lines\n"},
+		{true, "" +
+			"╭───────────┬────────────┬───────╮\n" +
+			"│ KEY       │ EXPIRES AT │ OWNER │\n" +
+			"├───────────┼────────────┼───────┤\n" +
+			"│ lock:日本 │ -          │ a     │\n" +
+			"│ lock:b    │ in 5s      │ two   │\n" +
+			"│           │            │ lines │\n" +
+			"╰───────────┴────────────┴───────╯\n"},
+	} {
+		var sb strings.Builder
+		if err := renderTable(&sb, c.tty, newStyles(&sb, false), header, rows); err != nil {
+			t.Fatal(err)
+		}
+		if sb.String() != c.want {
+			t.Errorf("tty=%v:\n got %q\nwant %q", c.tty, sb.String(), c.want)
+		}
+	}
+}

@@ -27,6 +27,8 @@ type Styles struct {
 	Warn   lipgloss.Style
 	OK     lipgloss.Style
 	Accent lipgloss.Style
+	// Cell pads a cell of a table on a terminal by one space each side.
+	Cell lipgloss.Style
 	// Lane styles the swimlane of `lockctl simulate`, by segment state.
 	Lane LaneStyles
 }
@@ -58,6 +60,7 @@ func newStyles(w io.Writer, color bool) *Styles {
 		Warn:   r.NewStyle().Foreground(colorWarn),
 		OK:     r.NewStyle().Foreground(colorOK),
 		Accent: r.NewStyle().Foreground(colorAccent),
+		Cell:   r.NewStyle().Padding(0, 1),
 		Lane: LaneStyles{
 			Holding:     r.NewStyle().Foreground(colorOK),
 			Lost:        r.NewStyle().Foreground(colorError),

@@ -259,7 +259,17 @@ func (s *Schema) Validate(d *Document) (Problems, error) {
 	}
 	var ps Problems
 	d.collect(res, nil, &ps)
-	slices.SortStableFunc(ps, func(a, b Problem) int { return a.Line - b.Line })
+	// By line, then path and keyword: the validator's result tree comes in
+	// map order.
+	slices.SortFunc(ps, func(a, b Problem) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		if c := strings.Compare(a.Path.String(), b.Path.String()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Keyword, b.Keyword)
+	})
 	return ps, nil
 }
 

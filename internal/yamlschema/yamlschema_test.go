@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{"mode: a\n", "1::required[name items]"},
 		{"name: x\nitems: []\nbogus: 1\nother: 2\n", "3:bogus:additionalProperties[bogus] 4:other:additionalProperties[other]"},
 		{"name: x\nmode: c\nitems:\n  - at: ab\n  - {at: abc, n: 1.5}\n", "2:mode:enum 5:items[1].at:format 5:items[1].n:type"},
-		{"name: x\nitems:\n  - {n: 1, zz: 2}\n", "3:items[0].zz:additionalProperties[zz] 3:items[0]:required[at]"},
+		{"name: x\nitems:\n  - {n: 1, zz: 2}\n", "3:items[0]:required[at] 3:items[0].zz:additionalProperties[zz]"},
 		{"name: x\nitems: [{at: ab}, {at: ab}, {at: ab}]\n", "2:items:maxItems"},
 		{"name: 7\nitems: []\n", "1:name:type"},
 	} {

@@ -6,11 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -21,10 +22,43 @@ import (
 // Execute runs lockctl with args on the given streams and returns the exit
 // code (README.md, "Exit codes"). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := &signalContext{Context: context.Background()}
+	defer ctx.stop()
 	f := &Factory{IO: io}
 	return execute(ctx, f, NewRootCmd(f), args)
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM, but installs the
+// handlers only when a command first uses it (Done, Err, or a context derived
+// from it): installing them costs a locked OS thread, about 1 ms of every
+// start, which commands that never use it (lease, version, ...) do not pay.
+// Unhandled, the signals end such a command the default way (exit 130 for
+// Ctrl-C in the shell), as the handler would.
+type signalContext struct {
+	context.Context // context.Background(): no deadline, no values
+	once            sync.Once
+	installed       atomic.Bool // notified and cancel are set
+	notified        context.Context
+	cancel          context.CancelFunc
+}
+
+func (c *signalContext) install() context.Context {
+	c.once.Do(func() {
+		c.notified, c.cancel = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		c.installed.Store(true)
+	})
+	return c.notified
+}
+
+func (c *signalContext) Done() <-chan struct{} { return c.install().Done() }
+
+func (c *signalContext) Err() error { return c.install().Err() }
+
+// stop uninstalls the handlers, if they were installed.
+func (c *signalContext) stop() {
+	if c.installed.Load() {
+		c.cancel()
+	}
 }
 
 // execute runs root (built on f) with args and prints the error, if any, the
@@ -37,7 +71,7 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 	if err == nil {
 		return ExitOK
 	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		fmt.Fprintln(io.ErrOut, "lockctl: interrupted")
 		return ExitInterrupted
 	}

@@ -134,6 +134,45 @@ func TestAcquireWrongType(t *testing.T) {
 	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("release over a hash: %v", err)
 	}
+	if err := l.Renew(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("renew over a hash: %v", err)
+	}
+	// PTTL -1: the renewal set no expiry on the hash.
+	if typ, pttl := rdb.Type(ctx, keys.Lock).Val(), rdb.Do(ctx, "PTTL", keys.Lock).Val(); typ != "hash" || pttl != int64(-1) {
+		t.Errorf("after release and renew the key is a %q with PTTL %v, want the untouched hash", typ, pttl)
+	}
+	if rdb.Exists(ctx, keys.Fence).Val() != 0 {
+		t.Error("a refused acquire created the fence counter")
+	}
+}
+
+// A GET the server refuses (here an ACL without GET) is an error from Renew
+// and Release, not ErrNotHeld: only a wrong-type key reads as not held.
+func TestRenewReleaseGetDenied(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	admin := s.Client(t)
+	user := "lockcore-noget"
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-get").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	keys := testKeys(t)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(ctx); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Errorf("renew without GET: %v, want the ACL error", err)
+	}
+	if err := l.Release(ctx); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Errorf("release without GET: %v, want the ACL error", err)
+	}
+	if v := admin.Get(ctx, keys.Lock).Val(); v != l.Value() {
+		t.Errorf("lock value %q after the refused calls, want %q", v, l.Value())
+	}
 }
 
 // Mutual exclusion and strictly increasing fences under contention.

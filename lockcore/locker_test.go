@@ -87,6 +87,28 @@ func TestAcquireRenewRelease(t *testing.T) {
 	}
 }
 
+// A fence counter past 10^14 (seeded from a clock, say) still gives a value
+// in decimal digits that renew and release match.
+func TestAcquireLargeFence(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	rdb.Set(ctx, keys.Fence, "1712345678901233", 0)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rdb.Get(ctx, keys.Lock).Val(); l.Fence != 1712345678901234 || v != l.Value() || !strings.HasPrefix(v, "1712345678901234:") {
+		t.Fatalf("fence %d, value %q, want 1712345678901234 and %q", l.Fence, v, l.Value())
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Errorf("renew: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
 // cases.md 2 and 3: an expired holder can neither release nor renew the next holder's lock.
 func TestOldHolderCannotTouchNewHolder(t *testing.T) {
 	ctx := context.Background()

@@ -6,11 +6,12 @@
 -- ARGV[1] owner token, ARGV[2] lease in ms
 -- Returns the fence (an integer) when obtained; {pttl_ms, type} (an array)
 -- when the key exists (the caller reads the holder with GET when type is
--- "string").
+-- "string"). The fence is formatted with %d: Lua numbers are doubles, and
+-- plain concatenation writes 1e+14 from 10^14 on.
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   return {pttl, redis.call('TYPE', KEYS[1])['ok']}
 end
 local fence = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], string.format('%d:%s', fence, ARGV[1]), 'PX', ARGV[2])
 return fence

@@ -95,21 +95,20 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 	}
 	owner := NewOwnerToken()
 	start := time.Now()
-	res, err := acquireScript.Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Slice()
+	res, err := acquireScript.Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
 	if err != nil {
 		return nil, err
 	}
-	if len(res) < 2 {
+	if fence, ok := res.(int64); ok {
+		return &Lock{locker: lk, Keys: keys, Owner: owner, Fence: fence, Lease: lease, AcquiredAt: start}, nil
+	}
+	arr, _ := res.([]any)
+	if len(arr) != 2 {
 		return nil, fmt.Errorf("acquire script returned %v", res)
 	}
-	n, _ := res[1].(int64)
-	if ok, _ := res[0].(int64); ok == 1 {
-		return &Lock{locker: lk, Keys: keys, Owner: owner, Fence: n, Lease: lease, AcquiredAt: start}, nil
-	}
-	held := &HeldError{Key: keys.Lock, PTTL: time.Duration(n) * time.Millisecond}
-	if len(res) > 2 {
-		held.Type, _ = res[2].(string)
-	}
+	pttl, _ := arr[0].(int64)
+	held := &HeldError{Key: keys.Lock, PTTL: time.Duration(pttl) * time.Millisecond}
+	held.Type, _ = arr[1].(string)
 	if held.Type == "string" {
 		v, err := lk.client.Get(ctx, keys.Lock).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {

@@ -87,6 +87,28 @@ func TestAcquireRenewRelease(t *testing.T) {
 	}
 }
 
+// A fence counter past 10^14 (seeded from a clock, say) still gives a value
+// in decimal digits that renew and release match.
+func TestAcquireLargeFence(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	rdb.Set(ctx, keys.Fence, "1712345678901233", 0)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := rdb.Get(ctx, keys.Lock).Val(); l.Fence != 1712345678901234 || v != l.Value() || !strings.HasPrefix(v, "1712345678901234:") {
+		t.Fatalf("fence %d, value %q, want 1712345678901234 and %q", l.Fence, v, l.Value())
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Errorf("renew: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
 // cases.md 2 and 3: an expired holder can neither release nor renew the next holder's lock.
 func TestOldHolderCannotTouchNewHolder(t *testing.T) {
 	ctx := context.Background()
@@ -133,6 +155,45 @@ func TestAcquireWrongType(t *testing.T) {
 	l := &Lock{locker: NewLocker(rdb), Keys: keys, Owner: "x", Fence: 1, Lease: time.Second}
 	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("release over a hash: %v", err)
+	}
+	if err := l.Renew(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("renew over a hash: %v", err)
+	}
+	// PTTL -1: the renewal set no expiry on the hash.
+	if typ, pttl := rdb.Type(ctx, keys.Lock).Val(), rdb.Do(ctx, "PTTL", keys.Lock).Val(); typ != "hash" || pttl != int64(-1) {
+		t.Errorf("after release and renew the key is a %q with PTTL %v, want the untouched hash", typ, pttl)
+	}
+	if rdb.Exists(ctx, keys.Fence).Val() != 0 {
+		t.Error("a refused acquire created the fence counter")
+	}
+}
+
+// A GET the server refuses (here an ACL without GET) is an error from Renew
+// and Release, not ErrNotHeld: only a wrong-type key reads as not held.
+func TestRenewReleaseGetDenied(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	admin := s.Client(t)
+	user := "lockcore-noget"
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-get").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	keys := testKeys(t)
+	l, err := NewLocker(rdb).Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(ctx); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Errorf("renew without GET: %v, want the ACL error", err)
+	}
+	if err := l.Release(ctx); err == nil || errors.Is(err, ErrNotHeld) {
+		t.Errorf("release without GET: %v, want the ACL error", err)
+	}
+	if v := admin.Get(ctx, keys.Lock).Val(); v != l.Value() {
+		t.Errorf("lock value %q after the refused calls, want %q", v, l.Value())
 	}
 }
 

@@ -1,12 +1,17 @@
--- acquire: SET NX PX and INCR of the fence counter, atomically.
+-- acquire: SET PX of "<fence>:<owner>" and INCR of the fence counter,
+-- atomically, only when the lock key does not exist (a refused attempt spends
+-- no fence). PTTL is the existence check (-2: no key) and, when the key
+-- exists, already the first half of the answer.
 -- KEYS[1] lock key, KEYS[2] fence counter key (same cluster slot)
 -- ARGV[1] owner token, ARGV[2] lease in ms
--- Returns {1, fence} when obtained; {0, pttl_ms, type} when the key exists
--- (the caller reads the holder with GET when type is "string").
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'none' then
-  return {0, redis.call('PTTL', KEYS[1]), t}
+-- Returns the fence (an integer) when obtained; {pttl_ms, type} (an array)
+-- when the key exists (the caller reads the holder with GET when type is
+-- "string"). The fence is formatted with %d: Lua numbers are doubles, and
+-- plain concatenation writes 1e+14 from 10^14 on.
+local pttl = redis.call('PTTL', KEYS[1])
+if pttl ~= -2 then
+  return {pttl, redis.call('TYPE', KEYS[1])['ok']}
 end
 local fence = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], fence .. ':' .. ARGV[1], 'PX', ARGV[2])
-return {1, fence}
+redis.call('SET', KEYS[1], string.format('%d:%s', fence, ARGV[1]), 'PX', ARGV[2])
+return fence

@@ -5,22 +5,29 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// The scripts hash (SHA-1, for EVALSHA) on first use, not at every lockctl
+// start.
 var (
 	//go:embed scripts/acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = lazyScript(acquireLua)
 	//go:embed scripts/renew.lua
 	renewLua    string
-	renewScript = redis.NewScript(renewLua)
+	renewScript = lazyScript(renewLua)
 	//go:embed scripts/release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = lazyScript(releaseLua)
 )
+
+func lazyScript(src string) func() *redis.Script {
+	return sync.OnceValue(func() *redis.Script { return redis.NewScript(src) })
+}
 
 var (
 	// ErrNotObtained means the lock key exists: someone else holds it.
@@ -95,7 +102,7 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 	}
 	owner := NewOwnerToken()
 	start := time.Now()
-	res, err := acquireScript.Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
+	res, err := acquireScript().Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +143,7 @@ func (l *Lock) Renew(ctx context.Context) error {
 // send time itself) and returns when the call was sent.
 func (l *Lock) renew(ctx context.Context) (time.Time, error) {
 	sent := time.Now()
-	n, err := renewScript.Run(ctx, l.locker.client, []string{l.Keys.Lock}, l.Value(), l.Lease.Milliseconds()).Int64()
+	n, err := renewScript().Run(ctx, l.locker.client, []string{l.Keys.Lock}, l.Value(), l.Lease.Milliseconds()).Int64()
 	if err != nil {
 		return sent, err
 	}
@@ -156,7 +163,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // ReleaseValue deletes key only if it holds exactly value (raw bytes
 // compared). It returns ErrNotHeld otherwise, or the client's error.
 func (lk *Locker) ReleaseValue(ctx context.Context, key, value string) error {
-	n, err := releaseScript.Run(ctx, lk.client, []string{key}, value).Int64()
+	n, err := releaseScript().Run(ctx, lk.client, []string{key}, value).Int64()
 	if err != nil {
 		return err
 	}

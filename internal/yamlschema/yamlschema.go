@@ -35,7 +35,7 @@ type Limits struct {
 type Path []string
 
 // String is the path as a field name: "events[2].for", "lock.budget"; ""
-// for the document itself.
+// for the document itself, and `""` for an empty key.
 func (p Path) String() string {
 	var b strings.Builder
 	for _, tok := range p {
@@ -46,12 +46,24 @@ func (p Path) String() string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
+		if tok == "" {
+			tok = `""`
+		}
 		b.WriteString(tok)
 	}
 	return b.String()
 }
 
-func (p Path) key() string { return strings.Join(p, "\x00") }
+// key is p as a map key: every token after a NUL, so that the document ("")
+// and an empty key ("\x00") differ.
+func (p Path) key() string {
+	var b strings.Builder
+	for _, tok := range p {
+		b.WriteByte(0)
+		b.WriteString(tok)
+	}
+	return b.String()
+}
 
 // Problem is one thing wrong with a document.
 type Problem struct {
@@ -258,7 +270,7 @@ func (s *Schema) Validate(d *Document) (Problems, error) {
 		return nil, nil
 	}
 	var ps Problems
-	d.collect(res, nil, &ps)
+	s.collect(d, res, nil, &ps)
 	// By line, then path and keyword: the validator's result tree comes in
 	// map order.
 	slices.SortFunc(ps, func(a, b Problem) int {
@@ -280,8 +292,10 @@ var aggregate = map[string]bool{"properties": true, "items": true, "prefixItems"
 
 // collect walks a result tree; instance locations in it are relative to the
 // parent result. additionalProperties is read as false (an unknown field),
-// the only way lockctl's schemas use it.
-func (d *Document) collect(r *jsonschema.EvaluationResult, at Path, ps *Problems) {
+// the only way lockctl's schemas use it: the unknown fields are the keys of
+// the mapping that the schema does not list (the validator's message quotes
+// them in a way no parser can take apart: ” or 'a', 'b').
+func (s *Schema) collect(d *Document, r *jsonschema.EvaluationResult, at Path, ps *Problems) {
 	if r.IsValid() {
 		return
 	}
@@ -304,7 +318,7 @@ func (d *Document) collect(r *jsonschema.EvaluationResult, at Path, ps *Problems
 		case "required":
 			p.Names = quoted(e.Params)
 		case "additionalProperties":
-			for _, name := range quoted(e.Params) {
+			for _, name := range s.unknown(d, at) {
 				q := append(slices.Clip(at), name)
 				*ps = append(*ps, Problem{Line: d.Line(q), Path: q, Keyword: e.Keyword, Names: []string{name}, Value: valueAt(d.Value, q), Params: e.Params, Message: e.Error()})
 			}
@@ -316,12 +330,29 @@ func (d *Document) collect(r *jsonschema.EvaluationResult, at Path, ps *Problems
 		if strings.HasPrefix(c.EvaluationPath, "/additionalProperties/") {
 			continue // reported above, by name
 		}
-		d.collect(c, at, ps)
+		s.collect(d, c, at, ps)
 	}
 }
 
-// quoted reads the names in a required or additionalProperties error:
-// "'a'" or "'a', 'b'".
+// unknown lists, in document order, the keys of the mapping at p that the
+// schema does not accept there.
+func (s *Schema) unknown(d *Document, p Path) []string {
+	n := d.Node(p)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	known := s.Properties(p)
+	var names []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; !slices.Contains(known, k) {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// quoted reads the names in a required error: "'a'" or "'a', 'b'" (field
+// names from the schema, which hold no quote or comma).
 func quoted(params map[string]any) []string {
 	s, _ := params["property"].(string)
 	if s == "" {

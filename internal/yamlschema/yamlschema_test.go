@@ -54,6 +54,8 @@ func TestValidate(t *testing.T) {
 		{"name: x\nitems:\n  - {n: 1, zz: 2}\n", "3:items[0]:required[at] 3:items[0].zz:additionalProperties[zz]"},
 		{"name: x\nitems: [{at: ab}, {at: ab}, {at: ab}]\n", "2:items:maxItems"},
 		{"name: 7\nitems: []\n", "1:name:type"},
+		// Unknown keys come from the document, whatever they hold.
+		{"name: x\nitems: []\n\"\": 1\n\"a', 'b\": 2\n", `3:"":additionalProperties[] 4:a', 'b:additionalProperties[a', 'b]`},
 	} {
 		doc, err := Parse([]byte(tc.doc), Limits{MaxValues: 100, MaxDepth: 10})
 		if err != nil {

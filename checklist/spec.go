@@ -206,12 +206,9 @@ func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 		case "enum":
 			msg = fmt.Sprintf("%s is not one of %v", display(p.Value), p.Params["expected"])
 		case "type":
-			got := "null"
-			if p.Value != nil {
-				got = fmt.Sprintf("%s (%v)", display(p.Value), p.Params["received"])
-			}
-			want, _ := p.Params["expected"].(string)
-			msg = fmt.Sprintf("got %s; want %s", got, strings.ReplaceAll(want, ", ", " or "))
+			msg = fmt.Sprintf("got %s; want %s", p.Got(), p.Want())
+		case "minLength":
+			msg = "must not be empty"
 		case "format":
 			msg = fmt.Sprint(durationError(p.Value))
 		default:

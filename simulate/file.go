@@ -121,14 +121,23 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 		}
 		fe.Msg = err.Error()
 	case "type":
-		if n := doc.Node(p.Path); isDurationField(p.Path) && n != nil {
+		if n := doc.Node(p.Path); isDurationField(p.Path) && n != nil && n.Kind == yaml.ScalarNode {
 			if _, err := lockcore.ParseDuration(n.Value); err != nil {
 				fe.Msg = err.Error()
 				break
 			}
 		}
-		want, _ := p.Params["expected"].(string)
-		fe.Msg = fmt.Sprintf("%s is a %v; want %s", text, p.Params["received"], strings.ReplaceAll(want, ", ", " or "))
+		want := p.Want()
+		if isDurationField(p.Path) {
+			want = "a duration such as 30s"
+		}
+		fe.Msg = fmt.Sprintf("got %s; want %s", p.Got(), want)
+	case "minLength":
+		fe.Msg = "must not be empty"
+	case "minProperties":
+		fe.Msg = "needs at least one field; accepted: " + strings.Join(fileSchema.Properties(p.Path), ", ")
+	case "minimum":
+		fe.Msg = fmt.Sprintf("%v is below %v, the smallest accepted", p.Value, p.Params["minimum"])
 	default:
 		fe.Msg = p.Message
 	}

@@ -39,6 +39,13 @@ func TestParseFileErrors(t *testing.T) {
 		{"name: x\npolicy: {lease: 30s}\nguards: {fencing: maybe}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: guards.fencing:"},
 		{"name: x\npolicy: {lease: 30s}\nfence_start: 0\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: fence_start:"},
 		{head + strings.Repeat("  - {at: 0s, actor: A, do: acquire}\n", 10001), "line 3: events: has 10001 events; at most 10000"},
+		// Wrong types and empty values in the file's words, not the validator's.
+		{"name: [a]\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 1: name: got a list; want a string"},
+		{"name: \"\"\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 1: name: must not be empty"},
+		{"name: x\npolicy: {}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 2: policy: needs at least one field; accepted: budget, lease"},
+		{"name: x\npolicy: {lease: [30s]}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 2: policy.lease: got a list; want a duration such as 30s"},
+		{"name: x\npolicy: {lease: 30s}\nfence_start: -1\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: fence_start: -1 is below 1, the smallest accepted"},
+		{head + "  -\n", "line 4: events[0]: got null; want a mapping"},
 		{head + strings.Repeat("#", MaxFileSize), "line 1: the file is over 1048576 bytes"},
 	} {
 		_, err := ParseFile([]byte(tc.file))

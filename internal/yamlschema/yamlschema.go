@@ -294,7 +294,7 @@ var aggregate = map[string]bool{"properties": true, "items": true, "prefixItems"
 // parent result. additionalProperties is read as false (an unknown field),
 // the only way lockctl's schemas use it: the unknown fields are the keys of
 // the mapping that the schema does not list (the validator's message quotes
-// them in a way no parser can take apart: ” or 'a', 'b').
+// them in a way no parser can take apart, e.g. 'a', 'b' for one key).
 func (s *Schema) collect(d *Document, r *jsonschema.EvaluationResult, at Path, ps *Problems) {
 	if r.IsValid() {
 		return
@@ -433,4 +433,44 @@ func (s *Schema) deref(node map[string]any) map[string]any {
 	defs, _ := s.doc()["$defs"].(map[string]any)
 	def, _ := defs[name].(map[string]any)
 	return def
+}
+
+// typeWords are JSON Schema's type names in the words of a YAML file.
+var typeWords = map[string]string{"string": "a string", "number": "a number", "integer": "a whole number",
+	"boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null"}
+
+// Got describes the value of a problem for a message: "5 (a whole
+// number)", `"x" (a string)`, "a list", "a mapping" or "null".
+func (p Problem) Got() string {
+	switch v := p.Value.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return strconv.Quote(v) + " (a string)"
+	case bool:
+		return fmt.Sprintf("%v (a boolean)", v)
+	case int64:
+		return fmt.Sprintf("%d (a whole number)", v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64) + " (a number)"
+	}
+	return fmt.Sprintf("%v", p.Value)
+}
+
+// Want is what a "type" problem's schema accepts, in YAML words: "a string
+// or a number".
+func (p Problem) Want() string {
+	s, _ := p.Params["expected"].(string)
+	var words []string
+	for _, t := range strings.Split(s, ", ") {
+		if w, ok := typeWords[t]; ok {
+			t = w
+		}
+		words = append(words, t)
+	}
+	return strings.Join(words, " or ")
 }

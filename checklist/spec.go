@@ -192,7 +192,9 @@ func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 			at = label(p.Path[:min(len(p.Path), 1)])
 			msg = fmt.Sprintf("the spec expands to more than %d values or %d levels (YAML aliases?)", specLimits.MaxValues, specLimits.MaxDepth)
 		case "key":
-			msg = "a key must be a plain name"
+			msg = "a key must be a plain name (a merge key takes mappings)"
+		case "documents":
+			msg = "a second YAML document (---); a file holds one task spec"
 		case "duplicate":
 			msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
 		case "additionalProperties":

@@ -95,7 +95,9 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 		fe.Field = p.Path[:min(len(p.Path), 1)].String()
 		fe.Msg = fmt.Sprintf("the file expands to more than %d values or %d levels (YAML aliases?)", fileLimits.MaxValues, fileLimits.MaxDepth)
 	case "key":
-		fe.Msg = "a key must be a plain name"
+		fe.Msg = "a key must be a plain name (a merge key takes mappings)"
+	case "documents":
+		fe.Msg = "a second YAML document (---); a file holds one scenario"
 	case "duplicate":
 		fe.Msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
 	case "additionalProperties":

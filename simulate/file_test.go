@@ -47,11 +47,24 @@ func TestParseFileErrors(t *testing.T) {
 		{"name: x\npolicy: {lease: 30s}\nfence_start: -1\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 3: fence_start: -1 is below 1, the smallest accepted"},
 		{head + "  -\n", "line 4: events[0]: got null; want a mapping"},
 		{head + strings.Repeat("#", MaxFileSize), "line 1: the file is over 1048576 bytes"},
+		{head + "  - {at: 0s, actor: A, do: acquire}\n---\nname: y\n", "line 5: a second YAML document (---)"},
+		{head + "  - {at: 0s, actor: A, <<: 5}\n", "line 4: events[0]: a key must be a plain name (a merge key takes mappings)"},
 	} {
 		_, err := ParseFile([]byte(tc.file))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%q:\n got %v\nwant %s…", tc.file, err, tc.want)
 		}
+	}
+}
+
+// Aliases and merge keys reach the scenario as they reach the validator.
+func TestParseFileAliasesAndMerges(t *testing.T) {
+	sc, err := ParseFile([]byte("name: x\npolicy: {lease: 30s}\nevents:\n  - &e {at: 0s, actor: A, do: acquire}\n  - *e\n  - {<<: *e, at: 5s, do: release}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Steps) != 3 || sc.Steps[1].Actor != "A" || sc.Steps[2].Actor != "A" || sc.Steps[2].Do != ActRelease || sc.Steps[2].AtMS != 5000 {
+		t.Errorf("steps = %+v", sc.Steps)
 	}
 }
 

@@ -10,9 +10,11 @@
 package yamlschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -73,7 +75,9 @@ type Problem struct {
 	// "type", "additionalProperties", "pattern", "format", "minItems",
 	// "maxItems", "minLength", "minProperties", ...), or one of what the YAML
 	// itself gets wrong: "duplicate" (Params["first"] is the first line),
-	// "key" (a key that is not a plain scalar), "size" (past Limits).
+	// "key" (a key that is not a plain scalar, or a merge of something other
+	// than mappings), "size" (past Limits), "documents" (a second document,
+	// at its line).
 	Keyword string
 	Names   []string       // required: the missing fields; additionalProperties: the unknown one
 	Value   any            // the value at Path (nil when absent)
@@ -106,7 +110,7 @@ var ErrEmpty = errors.New("empty document")
 
 // Document is a parsed YAML document and its JSON values.
 type Document struct {
-	Root  *yaml.Node // the document's top node
+	Root  *yaml.Node // the document's top node, aliases and merge keys expanded
 	Value any        // map[string]any, []any, string, bool, int64, float64 or nil
 	lines map[string]int
 	nodes map[string]*yaml.Node
@@ -126,25 +130,36 @@ func (d *Document) Line(p Path) int {
 	return 1
 }
 
-// Parse reads one YAML document. It returns *SyntaxError for YAML that does
-// not parse, ErrEmpty for no document, and Problems ("duplicate", "key",
-// "size") for YAML that JSON cannot hold or that expands past lim.
+// Parse reads a file of one YAML document. It returns *SyntaxError for YAML
+// that does not parse, ErrEmpty for no document, and Problems ("duplicate",
+// "key", "size", "documents") for YAML that JSON cannot hold, that expands
+// past lim, or that goes on after the first document.
 func Parse(data []byte, lim Limits) (*Document, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return nil, ErrEmpty
+	} else if err != nil {
 		return nil, syntaxError(err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, ErrEmpty
 	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		return nil, Problems{{Line: next.Line, Keyword: "documents"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, syntaxError(err)
+	}
 	root := doc.Content[0]
-	c := &converter{lim: lim, lines: map[string]int{"": root.Line}, nodes: map[string]*yaml.Node{"": root}}
-	v := c.value(root, nil)
+	c := &converter{lim: lim, lines: map[string]int{Path(nil).key(): root.Line}, nodes: map[string]*yaml.Node{}}
+	v, expanded := c.value(root, nil)
+	c.nodes[Path(nil).key()] = expanded
 	if len(c.problems) > 0 {
 		slices.SortStableFunc(c.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, c.problems
 	}
-	return &Document{Root: root, Value: v, lines: c.lines, nodes: c.nodes}, nil
+	return &Document{Root: expanded, Value: v, lines: c.lines, nodes: c.nodes}, nil
 }
 
 func syntaxError(err error) *SyntaxError {
@@ -168,67 +183,128 @@ type converter struct {
 	problems Problems
 }
 
-// value converts n at path p; after a "size" problem it stops converting.
-func (c *converter) value(n *yaml.Node, p Path) any {
+// value converts n at path p to a JSON value and returns it with n
+// expanded: aliases replaced by what they stand for and merge keys ("<<")
+// by the entries they bring in, so that a caller reading the nodes sees what
+// was validated. After a "size" problem it stops converting.
+func (c *converter) value(n *yaml.Node, p Path) (any, *yaml.Node) {
 	c.values++
 	if c.values > c.lim.MaxValues || len(p) > c.lim.MaxDepth {
 		if !slices.ContainsFunc(c.problems, func(x Problem) bool { return x.Keyword == "size" }) {
 			c.problems = append(c.problems, Problem{Line: n.Line, Path: p[:min(len(p), 1)], Keyword: "size",
 				Params: map[string]any{"values": c.lim.MaxValues, "depth": c.lim.MaxDepth}})
 		}
-		return nil
+		return nil, n
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
 		return c.value(n.Alias, p)
 	case yaml.MappingNode:
+		out := &yaml.Node{Kind: n.Kind, Tag: n.Tag, Style: n.Style, Line: n.Line, Column: n.Column}
 		obj := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				c.problems = append(c.problems, Problem{Line: k.Line, Path: p, Keyword: "key"})
-				continue
-			}
+		add := func(k, v *yaml.Node, merged bool) {
 			kp := append(slices.Clip(p), k.Value)
 			if _, dup := obj[k.Value]; dup {
-				c.problems = append(c.problems, Problem{Line: k.Line, Path: kp, Keyword: "duplicate",
-					Params: map[string]any{"first": c.lines[kp.key()]}})
-				continue
+				if !merged { // an explicit key overrides a merged one, not another explicit one
+					c.problems = append(c.problems, Problem{Line: k.Line, Path: kp, Keyword: "duplicate",
+						Params: map[string]any{"first": c.lines[kp.key()]}})
+				}
+				return
 			}
-			c.lines[kp.key()], c.nodes[kp.key()] = k.Line, v
-			obj[k.Value] = c.value(v, kp)
+			c.lines[kp.key()] = k.Line
+			val, vn := c.value(v, kp)
+			c.nodes[kp.key()] = vn
+			obj[k.Value] = val
+			out.Content = append(out.Content, k, vn)
 		}
-		return obj
+		var merges []*yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			switch {
+			case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
+				merges = append(merges, v)
+			case k.Kind != yaml.ScalarNode:
+				c.problems = append(c.problems, Problem{Line: k.Line, Path: p, Keyword: "key"})
+			default:
+				add(k, v, false)
+			}
+		}
+		for _, m := range merges {
+			for _, k := range c.mergeEntries(m, p, 0) {
+				add(k[0], k[1], true)
+			}
+		}
+		return obj, out
 	case yaml.SequenceNode:
+		out := &yaml.Node{Kind: n.Kind, Tag: n.Tag, Style: n.Style, Line: n.Line, Column: n.Column}
 		arr := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
 			ep := append(slices.Clip(p), strconv.Itoa(i))
-			c.lines[ep.key()], c.nodes[ep.key()] = e.Line, e
-			arr = append(arr, c.value(e, ep))
+			c.lines[ep.key()] = e.Line
+			val, en := c.value(e, ep)
+			c.nodes[ep.key()] = en
+			arr = append(arr, val)
+			out.Content = append(out.Content, en)
 		}
-		return arr
+		return arr, out
 	}
 	switch n.ShortTag() {
 	case "!!null":
-		return nil
+		return nil, n
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err == nil {
-			return b
+			return b, n
 		}
 	case "!!int":
 		var i int64
 		if err := n.Decode(&i); err == nil {
-			return i
+			return i, n
 		}
 		fallthrough
 	case "!!float":
 		var f float64
 		if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
-			return f
+			return f, n
 		}
 	}
-	return n.Value
+	return n.Value, n
+}
+
+// mergeEntries returns the key/value pairs a merge key's value brings in
+// (YAML 1.1 merge: a mapping, or a list of them, the first one winning),
+// with the merges inside them applied; a value of another kind is a "key"
+// problem.
+func (c *converter) mergeEntries(m *yaml.Node, p Path, depth int) [][2]*yaml.Node {
+	for m.Kind == yaml.AliasNode && depth <= c.lim.MaxDepth {
+		m, depth = m.Alias, depth+1
+	}
+	if depth > c.lim.MaxDepth {
+		return nil // an alias loop: the size check reports it where it expands
+	}
+	var out [][2]*yaml.Node
+	switch m.Kind {
+	case yaml.SequenceNode:
+		for _, e := range m.Content {
+			out = append(out, c.mergeEntries(e, p, depth+1)...)
+		}
+		return out
+	case yaml.MappingNode:
+		var nested []*yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if k := m.Content[i]; k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				nested = append(nested, m.Content[i+1])
+				continue
+			}
+			out = append(out, [2]*yaml.Node{m.Content[i], m.Content[i+1]})
+		}
+		for _, n := range nested {
+			out = append(out, c.mergeEntries(n, p, depth+1)...)
+		}
+		return out
+	}
+	c.problems = append(c.problems, Problem{Line: m.Line, Path: p, Keyword: "key"})
+	return nil
 }
 
 // Schema is a JSON Schema compiled on first use (not at start-up: every

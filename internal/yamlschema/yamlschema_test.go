@@ -79,6 +79,8 @@ func TestParse(t *testing.T) {
 		{"a: &x [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: [*x, *x, *x, *x, *x, *x]\n", "1:b:size"},
 		{"a: &x {b: *x}\n", "1:a:size"},
 		{"a: {b: {c: {d: {e: 1}}}}\n", "1:a:size"},
+		{"a: 1\n---\nb: 2\n", "2::documents"},
+		{"a: {<<: 5}\n", "1:a:key"},
 	} {
 		_, err := Parse([]byte(tc.doc), lim)
 		var ps Problems
@@ -120,6 +122,29 @@ func TestLineAndNode(t *testing.T) {
 	}
 	if got := (Path{"items", "3", "at"}).String(); got != "items[3].at" {
 		t.Errorf("String = %q", got)
+	}
+}
+
+// Merge keys and aliases are expanded in Value and in Root: explicit keys
+// win over merged ones, the first merged mapping over later ones.
+func TestMergeAndAlias(t *testing.T) {
+	doc, err := Parse([]byte("base: &b {at: ab, n: 1}\nmore: &m {n: 2, k: 3}\nitems:\n  - *b\n  - {<<: [*b, *m], at: cd}\n"), Limits{MaxValues: 100, MaxDepth: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(doc.Value.(map[string]any)["items"])
+	if want := "[map[at:ab n:1] map[at:cd k:3 n:1]]"; got != want {
+		t.Errorf("items = %s, want %s", got, want)
+	}
+	var fromRoot struct{ Items []map[string]any }
+	if err := doc.Root.Decode(&fromRoot); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(fromRoot.Items); got != "[map[at:ab n:1] map[at:cd k:3 n:1]]" {
+		t.Errorf("Root decodes to %s", got)
+	}
+	if n := doc.Node(Path{"items", "1", "k"}); n == nil || n.Value != "3" {
+		t.Errorf("Node(items[1].k) = %v", n)
 	}
 }
 

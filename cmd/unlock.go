@@ -163,7 +163,14 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 		res.Verdict = UnlockAbsent
 	case opts.Force:
 		res.Verdict = UnlockDeclined
-		if opts.Yes || confirm(opts.IO, res) {
+		yes := opts.Yes
+		if !yes {
+			var err error
+			if yes, err = confirm(ctx, opts.IO, res); err != nil {
+				return err
+			}
+		}
+		if yes {
 			if err := forceDelete(ctx, conn, res); errors.Is(err, lockcore.ErrNotHeld) {
 				res.Verdict = UnlockChanged
 			} else if err != nil {
@@ -265,11 +272,22 @@ func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 }
 
 // confirm asks on stderr and reads one line from stdin; only y or yes confirms.
-func confirm(io *IOStreams, res UnlockResult) bool {
+// confirm asks on the terminal; Ctrl-C at the prompt returns ctx's error
+// (exit 130), not a declined answer.
+func confirm(ctx context.Context, io *IOStreams, res UnlockResult) (bool, error) {
 	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", res.Key, holderText(res))
-	line, _ := bufio.NewReader(io.In).ReadString('\n')
-	answer := strings.ToLower(strings.TrimSpace(line))
-	return answer == "y" || answer == "yes"
+	answer := make(chan string, 1)
+	go func() { // left blocked on the terminal if ctx ends first; lockctl exits
+		line, _ := bufio.NewReader(io.In).ReadString('\n')
+		answer <- strings.ToLower(strings.TrimSpace(line))
+	}()
+	select {
+	case a := <-answer:
+		return a == "y" || a == "yes", nil
+	case <-ctx.Done():
+		fmt.Fprintln(io.ErrOut)
+		return false, ctx.Err()
+	}
 }
 
 func holderText(res UnlockResult) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,28 @@ func TestUnlockForce(t *testing.T) {
 	}
 	if flag.err.Len() != 0 || !strings.Contains(flag.out.String(), "type: hash\n") {
 		t.Errorf("stdout %q stderr %q", flag.out.String(), flag.err.String())
+	}
+}
+
+// Ctrl-C at the --force prompt cancels (exit 130 through execute), deleting
+// nothing; it is not read as a declined answer.
+func TestUnlockForceInterruptedAtPrompt(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	key := "lock:OrderId:order-demo-003"
+	rdb.Set(context.Background(), key, "7:"+testOwner, 0)
+
+	u := newUnlock(t, srv, formatTable, key)
+	stdin, w := io.Pipe() // a terminal nobody types into
+	defer w.Close()
+	u.opts.Force, u.opts.InTTY, u.opts.IO.In = true, true, stdin
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel) // Ctrl-C while the prompt waits
+	err := unlockRun(ctx, u.opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted prompt: %v, want context.Canceled", err)
+	}
+	if rdb.Exists(context.Background(), key).Val() != 1 {
+		t.Error("the key was deleted")
 	}
 }

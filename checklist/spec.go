@@ -188,8 +188,7 @@ func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 	for _, p := range probs {
 		at, msg := label(p.Path), ""
 		switch p.Keyword {
-		case "size":
-			at = label(p.Path[:min(len(p.Path), 1)])
+		case "size": // Parse puts it on the top-level field
 			msg = fmt.Sprintf("the spec expands to more than %d values or %d levels (YAML aliases?)", specLimits.MaxValues, specLimits.MaxDepth)
 		case "key":
 			msg = "a key must be a plain name (a merge key takes mappings)"

@@ -91,8 +91,7 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 		}
 	}
 	switch p.Keyword {
-	case "size":
-		fe.Field = p.Path[:min(len(p.Path), 1)].String()
+	case "size": // Parse puts it on the top-level field
 		fe.Msg = fmt.Sprintf("the file expands to more than %d values or %d levels (YAML aliases?)", fileLimits.MaxValues, fileLimits.MaxDepth)
 	case "key":
 		fe.Msg = "a key must be a plain name (a merge key takes mappings)"

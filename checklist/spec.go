@@ -186,7 +186,7 @@ func durationError(v any) error {
 func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 	errs := make(SpecErrors, 0, len(probs))
 	for _, p := range probs {
-		at, msg := label(p.Path), ""
+		at, msg := label(p, p.Path), ""
 		switch p.Keyword {
 		case "size": // Parse puts it on the top-level field
 			msg = fmt.Sprintf("the spec expands to more than %d values or %d levels (YAML aliases?)", specLimits.MaxValues, specLimits.MaxDepth)
@@ -198,10 +198,10 @@ func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 			msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
 		case "additionalProperties":
 			parent := p.Path[:len(p.Path)-1]
-			msg = fmt.Sprintf("unknown field; accepted in %s: %s", label(parent), strings.Join(specSchema.Properties(parent), ", "))
+			msg = fmt.Sprintf("unknown field; accepted in %s: %s", label(p, parent), strings.Join(specSchema.Properties(parent), ", "))
 		case "required":
 			for _, name := range p.Names {
-				errs = append(errs, SpecError{file, p.Line, fmt.Sprintf("%s: required field missing", label(append(p.Path, name)))})
+				errs = append(errs, SpecError{file, p.Line, fmt.Sprintf("%s: required field missing", label(p, append(p.Path, name)))})
 			}
 			continue
 		case "enum":
@@ -220,11 +220,12 @@ func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 	return errs
 }
 
-func label(p yamlschema.Path) string {
-	if len(p) == 0 {
+// label names q, a path in p's document: "spec" for the document itself.
+func label(p yamlschema.Problem, q yamlschema.Path) string {
+	if len(q) == 0 {
 		return "spec"
 	}
-	return p.String()
+	return p.Name(q)
 }
 
 func display(v any) string {

@@ -83,7 +83,7 @@ func ParseFile(data []byte) (Scenario, error) {
 // fileError words a problem as a *FileError; doc is nil for problems Parse
 // found.
 func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
-	fe := &FileError{Line: p.Line, Field: p.Path.String()}
+	fe := &FileError{Line: p.Line, Field: p.Field()}
 	text := "the value"
 	if doc != nil {
 		if n := doc.Node(p.Path); n != nil && n.Kind == yaml.ScalarNode {

@@ -36,12 +36,16 @@ type Limits struct {
 // decimal strings.
 type Path []string
 
-// String is the path as a field name: "events[2].for", "lock.budget"; ""
-// for the document itself, and `""` for an empty key.
-func (p Path) String() string {
+// indexes holds, by Path.key, the paths whose last token is a sequence
+// index: a mapping key may be "1" too.
+type indexes map[string]bool
+
+// name is p as a field name: "events[2].for", "lock.budget", "lock.1" (a
+// key); "" for the document itself, and `""` for an empty key.
+func (ix indexes) name(p Path) string {
 	var b strings.Builder
-	for _, tok := range p {
-		if _, err := strconv.Atoi(tok); err == nil {
+	for i, tok := range p {
+		if ix[p[:i+1].key()] {
 			b.WriteString("[" + tok + "]")
 			continue
 		}
@@ -83,7 +87,16 @@ type Problem struct {
 	Value   any            // the value at Path (nil when absent)
 	Params  map[string]any // the validator's parameters, e.g. enum's "expected" ("a, b, c")
 	Message string         // the validator's own wording (English), for keywords a caller does not word
+
+	ix        indexes // the document's sequence indexes, for Field and Name
+	nonFinite bool    // Value is the text of .inf or .nan, which JSON cannot hold
 }
+
+// Field is the problem's path as a field name: "events[2].for".
+func (p Problem) Field() string { return p.ix.name(p.Path) }
+
+// Name is q, a path in the same document, as a field name.
+func (p Problem) Name(q Path) string { return p.ix.name(q) }
 
 // Problems is a list of problems sorted by line; as an error it is its
 // first problem.
@@ -94,7 +107,7 @@ func (ps Problems) Error() string {
 		return "no problems"
 	}
 	p := ps[0]
-	return fmt.Sprintf("line %d: %s: %s", p.Line, p.Path, p.Keyword)
+	return fmt.Sprintf("line %d: %s: %s", p.Line, p.Field(), p.Keyword)
 }
 
 // SyntaxError is YAML that does not parse.
@@ -114,7 +127,11 @@ type Document struct {
 	Value any        // map[string]any, []any, string, bool, int64, float64 or nil
 	lines map[string]int
 	nodes map[string]*yaml.Node
+	ix    indexes
 }
+
+// Name is p as a field name: "events[2].for".
+func (d *Document) Name(p Path) string { return d.ix.name(p) }
 
 // Node returns the YAML node of the value at p, or nil.
 func (d *Document) Node(p Path) *yaml.Node { return d.nodes[p.key()] }
@@ -147,19 +164,19 @@ func Parse(data []byte, lim Limits) (*Document, error) {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		return nil, Problems{{Line: next.Line, Keyword: "documents"}}
+		return nil, Problems{{Line: next.Line, Keyword: "documents", ix: indexes{}}}
 	} else if !errors.Is(err, io.EOF) {
 		return nil, syntaxError(err)
 	}
 	root := doc.Content[0]
-	c := &converter{lim: lim, lines: map[string]int{Path(nil).key(): root.Line}, nodes: map[string]*yaml.Node{}}
+	c := &converter{lim: lim, lines: map[string]int{Path(nil).key(): root.Line}, nodes: map[string]*yaml.Node{}, ix: indexes{}}
 	v, expanded := c.value(root, nil)
 	c.nodes[Path(nil).key()] = expanded
 	if len(c.problems) > 0 {
 		slices.SortStableFunc(c.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, c.problems
 	}
-	return &Document{Root: expanded, Value: v, lines: c.lines, nodes: c.nodes}, nil
+	return &Document{Root: expanded, Value: v, lines: c.lines, nodes: c.nodes, ix: c.ix}, nil
 }
 
 func syntaxError(err error) *SyntaxError {
@@ -179,6 +196,7 @@ type converter struct {
 	lim      Limits
 	lines    map[string]int
 	nodes    map[string]*yaml.Node
+	ix       indexes
 	values   int
 	problems Problems
 }
@@ -192,7 +210,7 @@ func (c *converter) value(n *yaml.Node, p Path) (any, *yaml.Node) {
 	if c.values > c.lim.MaxValues || len(p) > c.lim.MaxDepth {
 		if !slices.ContainsFunc(c.problems, func(x Problem) bool { return x.Keyword == "size" }) {
 			c.problems = append(c.problems, Problem{Line: n.Line, Path: p[:min(len(p), 1)], Keyword: "size",
-				Params: map[string]any{"values": c.lim.MaxValues, "depth": c.lim.MaxDepth}})
+				Params: map[string]any{"values": c.lim.MaxValues, "depth": c.lim.MaxDepth}, ix: c.ix})
 		}
 		return nil, n
 	}
@@ -207,7 +225,7 @@ func (c *converter) value(n *yaml.Node, p Path) (any, *yaml.Node) {
 			if _, dup := obj[k.Value]; dup {
 				if !merged { // an explicit key overrides a merged one, not another explicit one
 					c.problems = append(c.problems, Problem{Line: k.Line, Path: kp, Keyword: "duplicate",
-						Params: map[string]any{"first": c.lines[kp.key()]}})
+						Params: map[string]any{"first": c.lines[kp.key()]}, ix: c.ix})
 				}
 				return
 			}
@@ -224,7 +242,7 @@ func (c *converter) value(n *yaml.Node, p Path) (any, *yaml.Node) {
 			case k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge":
 				merges = append(merges, v)
 			case k.Kind != yaml.ScalarNode:
-				c.problems = append(c.problems, Problem{Line: k.Line, Path: p, Keyword: "key"})
+				c.problems = append(c.problems, Problem{Line: k.Line, Path: p, Keyword: "key", ix: c.ix})
 			default:
 				add(k, v, false)
 			}
@@ -240,6 +258,7 @@ func (c *converter) value(n *yaml.Node, p Path) (any, *yaml.Node) {
 		arr := make([]any, 0, len(n.Content))
 		for i, e := range n.Content {
 			ep := append(slices.Clip(p), strconv.Itoa(i))
+			c.ix[ep.key()] = true
 			c.lines[ep.key()] = e.Line
 			val, en := c.value(e, ep)
 			c.nodes[ep.key()] = en
@@ -303,7 +322,7 @@ func (c *converter) mergeEntries(m *yaml.Node, p Path, depth int) [][2]*yaml.Nod
 		}
 		return out
 	}
-	c.problems = append(c.problems, Problem{Line: m.Line, Path: p, Keyword: "key"})
+	c.problems = append(c.problems, Problem{Line: m.Line, Path: p, Keyword: "key", ix: c.ix})
 	return nil
 }
 
@@ -353,7 +372,7 @@ func (s *Schema) Validate(d *Document) (Problems, error) {
 		if a.Line != b.Line {
 			return a.Line - b.Line
 		}
-		if c := strings.Compare(a.Path.String(), b.Path.String()); c != 0 {
+		if c := strings.Compare(a.Field(), b.Field()); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Keyword, b.Keyword)
@@ -389,14 +408,16 @@ func (s *Schema) collect(d *Document, r *jsonschema.EvaluationResult, at Path, p
 		if aggregate[e.Keyword] {
 			continue
 		}
-		p := Problem{Line: d.Line(at), Path: at, Keyword: e.Keyword, Value: valueAt(d.Value, at), Params: e.Params, Message: e.Error()}
+		p := Problem{Line: d.Line(at), Path: at, Keyword: e.Keyword, Value: valueAt(d.Value, at), Params: e.Params, Message: e.Error(),
+			ix: d.ix, nonFinite: d.nonFinite(at)}
 		switch e.Keyword {
 		case "required":
 			p.Names = quoted(e.Params)
 		case "additionalProperties":
 			for _, name := range s.unknown(d, at) {
 				q := append(slices.Clip(at), name)
-				*ps = append(*ps, Problem{Line: d.Line(q), Path: q, Keyword: e.Keyword, Names: []string{name}, Value: valueAt(d.Value, q), Params: e.Params, Message: e.Error()})
+				*ps = append(*ps, Problem{Line: d.Line(q), Path: q, Keyword: e.Keyword, Names: []string{name}, Value: valueAt(d.Value, q), Params: e.Params, Message: e.Error(),
+					ix: d.ix, nonFinite: d.nonFinite(q)})
 			}
 			continue
 		}
@@ -453,6 +474,17 @@ func pointer(s string) Path {
 		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
 	}
 	return toks
+}
+
+// nonFinite tells whether the value at p is a YAML float JSON cannot hold
+// (.inf, -.inf, .nan), which Parse keeps as its text.
+func (d *Document) nonFinite(p Path) bool {
+	n := d.Node(p)
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!float" {
+		return false
+	}
+	_, isText := valueAt(d.Value, p).(string)
+	return isText
 }
 
 // valueAt returns the value at p (nil when absent).
@@ -516,8 +548,12 @@ var typeWords = map[string]string{"string": "a string", "number": "a number", "i
 	"boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null"}
 
 // Got describes the value of a problem for a message: "5 (a whole
-// number)", `"x" (a string)`, "a list", "a mapping" or "null".
+// number)", `"x" (a string)`, ".inf (not a finite number)", "a list", "a
+// mapping" or "null".
 func (p Problem) Got() string {
+	if p.nonFinite {
+		return fmt.Sprintf("%v (not a finite number)", p.Value)
+	}
 	switch v := p.Value.(type) {
 	case nil:
 		return "null"

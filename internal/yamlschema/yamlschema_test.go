@@ -35,7 +35,7 @@ var schema = NewSchema([]byte(testSchema), map[string]func(any) bool{
 func brief(ps Problems) string {
 	var b []string
 	for _, p := range ps {
-		s := fmt.Sprintf("%d:%s:%s", p.Line, p.Path, p.Keyword)
+		s := fmt.Sprintf("%d:%s:%s", p.Line, p.Field(), p.Keyword)
 		if len(p.Names) > 0 {
 			s += fmt.Sprint(p.Names)
 		}
@@ -56,6 +56,8 @@ func TestValidate(t *testing.T) {
 		{"name: 7\nitems: []\n", "1:name:type"},
 		// Unknown keys come from the document, whatever they hold.
 		{"name: x\nitems: []\n\"\": 1\n\"a', 'b\": 2\n", `3:"":additionalProperties[] 4:a', 'b:additionalProperties[a', 'b]`},
+		// A numeric key is a key, not an index.
+		{"name: x\nitems:\n  - {at: ab, 7: z}\n1: y\n", "3:items[0].7:additionalProperties[7] 4:1:additionalProperties[1]"},
 	} {
 		doc, err := Parse([]byte(tc.doc), Limits{MaxValues: 100, MaxDepth: 10})
 		if err != nil {
@@ -120,8 +122,8 @@ func TestLineAndNode(t *testing.T) {
 	if got := schema.Properties(Path{"items", "0"}); strings.Join(got, ",") != "at,n" {
 		t.Errorf("Properties(items[0]) = %v", got)
 	}
-	if got := (Path{"items", "3", "at"}).String(); got != "items[3].at" {
-		t.Errorf("String = %q", got)
+	if got := doc.Name(Path{"items", "0", "at"}); got != "items[0].at" {
+		t.Errorf("Name = %q", got)
 	}
 }
 
@@ -145,6 +147,28 @@ func TestMergeAndAlias(t *testing.T) {
 	}
 	if n := doc.Node(Path{"items", "1", "k"}); n == nil || n.Value != "3" {
 		t.Errorf("Node(items[1].k) = %v", n)
+	}
+}
+
+// .inf and .nan stay text (JSON has no such number) but are described as
+// what they are.
+func TestNonFinite(t *testing.T) {
+	for _, text := range []string{".inf", "-.Inf", ".nan"} {
+		doc, err := Parse([]byte("name: x\nitems:\n  - {at: ab, n: "+text+"}\n"), Limits{MaxValues: 100, MaxDepth: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := schema.Validate(doc)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("%s: %v %v", text, ps, err)
+		}
+		if got, want := ps[0].Got(), text+" (not a finite number)"; got != want {
+			t.Errorf("Got = %q, want %q", got, want)
+		}
+	}
+	doc, _ := Parse([]byte("name: x\nitems: [{at: ab, n: \".inf\"}]\n"), Limits{MaxValues: 100, MaxDepth: 10})
+	if ps, _ := schema.Validate(doc); len(ps) != 1 || ps[0].Got() != `".inf" (a string)` {
+		t.Errorf("a quoted .inf: %v", ps)
 	}
 }
 

@@ -281,10 +281,14 @@ func readScenarioFile(path string) (simulate.Scenario, error) {
 	}
 	sc, err := simulate.ParseFile(data)
 	if err != nil {
-		return simulate.Scenario{}, usageErrorf("%s: %v", path, err)
+		return simulate.Scenario{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", path, err), Hint: scenarioHint}
 	}
 	return sc, nil
 }
+
+// scenarioHint is the second line of a scenario file error: the flags do
+// not help with what is inside the file.
+const scenarioHint = "The scenario format: lockctl simulate schema, or lockctl simulate --list for the built-in ones."
 
 func unwrapPathError(err error) error {
 	if pe, ok := err.(*os.PathError); ok {

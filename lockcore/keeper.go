@@ -50,6 +50,7 @@ type Keeper struct {
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+	mu     sync.Mutex // guards lock.AcquiredAt while the renewer runs
 }
 
 // Keep starts a Keeper for lock and returns the context the work must run
@@ -71,6 +72,14 @@ func Keep(parent context.Context, lock *Lock, opts KeeperOptions) (context.Conte
 func (k *Keeper) Stop() {
 	k.once.Do(func() { close(k.stop) })
 	<-k.done
+}
+
+// ValidUntil is the lock's ValidUntil as of the last successful renewal,
+// safe to call while the renewer runs.
+func (k *Keeper) ValidUntil() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lock.ValidUntil()
 }
 
 // Done is closed when the renewer has exited.
@@ -137,7 +146,9 @@ func (k *Keeper) loop(ctx context.Context) {
 			rcancel()
 			err := r.err
 			if err == nil {
+				k.mu.Lock()
 				k.lock.AcquiredAt = r.sent
+				k.mu.Unlock()
 			}
 			if k.opts.OnRenew != nil {
 				k.opts.OnRenew(err)

@@ -101,6 +101,12 @@ end, so the SIGKILL lands before another holder could take over; a grace
 that does not fit the lease is lowered (and said so). SIGINT, SIGTERM and
 SIGHUP sent to lockctl are forwarded to the child; lockctl waits for it.
 
+On a terminal (Linux), the child's process group gets the terminal: it can
+read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to
+lockctl) stops lockctl with the child, and renewals stop with them. On fg
+the child goes on only if the lease can still be proven with --grace to
+spare; otherwise it is killed without running again (exit 76).
+
 Exit codes: the child's own on a normal exit (128+N if signal N ended it);
 75 lock held by another owner; 76 lease lost; 124 budget or renewal bound
 reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
@@ -381,8 +387,9 @@ func pttlText(d time.Duration) string {
 // superviseChild runs the child under the Keeper: it forwards signals, stops
 // the child when the Keeper cancels, and releases the lock when it exits.
 func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
+	job := newJobControl(opts.IO.In)
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(sigs, append([]os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, job.signals()...)...)
 	defer signal.Stop(sigs)
 	release := func() error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conn.Timeout)
@@ -404,12 +411,13 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 		"LOCKCTL_FENCE="+strconv.FormatInt(lock.Fence, 10),
 		"LOCKCTL_DEADLINE="+deadline.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	)
-	child.SysProcAttr = childProcAttr()
+	child.SysProcAttr = job.procAttr()
 	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
 	if err := child.Start(); err != nil {
 		_ = release()
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}
+	job.started()
 
 	var lastRenewErr error // written by the Keeper; read after Stop
 	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
@@ -425,7 +433,25 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	for waiting := true; waiting; {
 		select {
 		case s := <-sigs:
-			_ = signalGroup(child.Process, s.(syscall.Signal))
+			stopped, handled := job.signal(s, child.Process)
+			if !handled {
+				_ = signalGroup(child.Process, s.(syscall.Signal))
+			}
+			if !stopped || workDone == nil {
+				break
+			}
+			// lockctl and the child were stopped (Ctrl-Z) and lockctl is
+			// continued: renewals stopped meanwhile, so the child goes on
+			// only if the lease can still be proven with the grace to spare.
+			if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+				job.resume(child.Process)
+				break
+			}
+			workDone = nil
+			keeper.Stop()
+			cause = lockcore.ErrLeaseLost
+			_ = signalGroup(child.Process, syscall.SIGKILL)
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", lock.Keys.Lock)
 		case <-workDone:
 			workDone = nil
 			keeper.Stop()
@@ -454,6 +480,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	// Whatever is left in the child's process group would run without the
 	// lock: stop it before releasing.
 	_ = signalGroup(child.Process, syscall.SIGKILL)
+	job.takeTerminal(child.Process)
 
 	relErr := release()
 	if cause == nil {

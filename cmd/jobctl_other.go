@@ -1,0 +1,22 @@
+//go:build !linux
+
+package cmd
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// jobControl does nothing outside Linux: the child runs in its own process
+// group (where there are groups) and lockctl neither hands it the terminal
+// nor stops with it.
+type jobControl struct{}
+
+func newJobControl(io.Reader) *jobControl                      { return &jobControl{} }
+func (*jobControl) procAttr() *syscall.SysProcAttr             { return childProcAttr() }
+func (*jobControl) signals() []os.Signal                       { return nil }
+func (*jobControl) started()                                   {}
+func (*jobControl) signal(os.Signal, *os.Process) (bool, bool) { return false, false }
+func (*jobControl) resume(*os.Process)                         {}
+func (*jobControl) takeTerminal(*os.Process)                   {}

@@ -437,7 +437,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			if !handled {
 				_ = signalGroup(child.Process, s.(syscall.Signal))
 			}
-			if !stopped || workDone == nil {
+			if !stopped {
 				break
 			}
 			// lockctl and the child were stopped (Ctrl-Z) and lockctl is
@@ -446,6 +446,9 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
 				job.resume(child.Process)
 				break
+			}
+			if workDone == nil {
+				break // already stopping it: it stays stopped until the SIGKILL
 			}
 			workDone = nil
 			keeper.Stop()

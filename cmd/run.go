@@ -461,11 +461,13 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			cause = context.Cause(work)
 			_ = signalGroup(child.Process, syscall.SIGTERM)
 			// SIGKILL after the grace, and never after the lease stops being provable.
-			killAt := time.Now().Add(opts.Grace)
+			// One reading of the clock: the grace shown is the grace given.
+			now := time.Now()
+			killAt := now.Add(opts.Grace)
 			if v := lock.ValidUntil(); v.Before(killAt) {
 				killAt = v
 			}
-			wait := max(time.Until(killAt), 0)
+			wait := max(killAt.Sub(now), 0)
 			t := time.NewTimer(wait)
 			defer t.Stop()
 			kill = t.C

@@ -158,6 +158,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	if !l.Exists {
 		l.Type, l.PTTLMS = "none", -2
 		l.add(ABSENT, SeverityInfo, "no such key")
+		l.checkOwner(nil, opts) // nobody holds it: NOT_OWNED, so exit 0 still means "held by that owner"
 		return l
 	}
 	if v.ExpireAtMS > 0 && v.PTTL >= 0 {
@@ -179,6 +180,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	if name, role := companionOf(key, v); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
+		l.checkOwner(nil, opts)
 		return l
 	}
 	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
@@ -201,13 +203,20 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		l.Companions = nil
 	}
 	l.findings(d, opts)
-	if opts.ExpectOwner != nil {
-		l.OwnerCheck = "NOT_OWNED"
-		if d.owner != nil && string(d.owner) == string(opts.ExpectOwner) {
-			l.OwnerCheck = "OWNED"
-		}
-	}
+	l.checkOwner(d.owner, opts)
 	return l
+}
+
+// checkOwner sets OwnerCheck when an expected owner was given: OWNED only
+// when owner (nil for an absent key or a companion) matches it byte for byte.
+func (l *Lock) checkOwner(owner []byte, opts Options) {
+	if opts.ExpectOwner == nil {
+		return
+	}
+	l.OwnerCheck = "NOT_OWNED"
+	if owner != nil && string(owner) == string(opts.ExpectOwner) {
+		l.OwnerCheck = "OWNED"
+	}
 }
 
 // detection carries one Analyze call's intermediate results.

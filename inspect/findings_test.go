@@ -160,6 +160,12 @@ func TestCase8TokenBytes(t *testing.T) {
 	if hasFinding(asText, inspect.BINARY_VALUE) {
 		t.Error("32 hex characters are text")
 	}
+	// An absent key is held by nobody, so not by that owner either: a
+	// script that trusts exit 0 of inspect --owner must not get it then.
+	must(t, c.Del(ctx, k).Err())
+	if gone := readOne(t, c, k, inspect.Options{ExpectOwner: []byte(token)}); gone.OwnerCheck != "NOT_OWNED" {
+		t.Errorf("absent key: owner check %q, want NOT_OWNED", gone.OwnerCheck)
+	}
 }
 
 // Case 9: cluster hash slots, CRC16 and the first-{ rule.

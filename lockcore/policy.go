@@ -123,7 +123,7 @@ func CancelMargin(lease time.Duration) time.Duration {
 
 // LeaseFor applies the policy to a budget. Rules (reference platform):
 // ordinary → lease = budget, not renewed; trusted → lease = min(budget, cap),
-// renewed every RenewEvery (default lease/3), bound max(budget, RenewBound).
+// renewed every RenewEvery (default lease/3 in whole ms), bound max(budget, RenewBound).
 // It returns an error when the budget is not positive, the mode is unknown or
 // the policy is invalid.
 func (p Policy) LeaseFor(budget time.Duration, mode Mode) (Lease, error) {
@@ -142,7 +142,9 @@ func (p Policy) LeaseFor(budget time.Duration, mode Mode) (Lease, error) {
 		l.Renewable = true
 		l.RenewEvery = p.RenewEvery
 		if l.RenewEvery == 0 {
-			l.RenewEvery = max(l.Lease/3, time.Millisecond)
+			// whole milliseconds, as every output shows it (a 1s lease
+			// renews every 333ms, not 333.333333ms)
+			l.RenewEvery = max((l.Lease / 3).Truncate(time.Millisecond), time.Millisecond)
 		}
 		l.RenewBound = max(budget, p.RenewBound)
 		if rest := budget - l.Lease; rest > 0 {

@@ -60,6 +60,13 @@ func TestLeaseDerivedFigures(t *testing.T) {
 	if l.Lease != 60*time.Second || l.RenewEvery != 20*time.Second || l.RenewBound != 12*time.Hour {
 		t.Errorf("70s trusted: %+v", l)
 	}
+	// lease/3 in whole milliseconds: 1s renews every 333ms, 10s every 3.333s.
+	for lease, want := range map[time.Duration]time.Duration{time.Second: 333 * time.Millisecond, 10 * time.Second: 3333 * time.Millisecond, 2 * time.Millisecond: time.Millisecond} {
+		l, _ = DefaultPolicy().LeaseFor(lease, ModeTrusted)
+		if l.RenewEvery != want {
+			t.Errorf("%s trusted: renew every %s, want %s", lease, l.RenewEvery, want)
+		}
+	}
 }
 
 func TestLeaseWarnings(t *testing.T) {

@@ -75,7 +75,7 @@ var builtins = []builtin{
 			}
 		}},
 	{BuiltinInfo{"renewal-loss", "cancel_on_loss", true,
-		"A renews a 10s lease every 5s and is cut off from Redis 4s–16s while its work goes on; the key expires at 10s and B acquires at 10.5s. With cancel-on-loss A stops before its lease ends; without, it works on, and at 16s a blind renewal extends B's key (cases.md 3)."},
+		"A renews a 10s lease every 5s and is cut off from Redis 4s–16s while its work goes on; the key expires at 10s and B acquires at 10.5s. With cancel-on-loss A stops before its lease ends; without, it works on beside B, and its renewal at 16s is refused (owner-checked) or, blind, extends B's key (cases.md 3)."},
 		func(p leaseParams) []Step {
 			return []Step{
 				{AtMS: 0, Actor: "A", Do: ActAcquire},

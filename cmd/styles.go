@@ -8,13 +8,17 @@ import (
 	"github.com/muesli/termenv"
 )
 
-// The palette and every style lockctl uses, declared once.
+// The palette and every style lockctl uses, declared once. The colours are
+// the terminal's own ANSI palette, whose theme picks shades readable on its
+// background. Adaptive colours would ask the terminal for its background
+// (OSC 11) on the first styled output and wait up to 5s where nothing
+// answers (a pty under script(1) or a CI runner, an editor's shell).
 var (
-	colorAccent = lipgloss.AdaptiveColor{Light: "#5A3FC0", Dark: "#A58BFF"}
-	colorMuted  = lipgloss.AdaptiveColor{Light: "#6B6B6B", Dark: "#9A9A9A"}
-	colorError  = lipgloss.AdaptiveColor{Light: "#B3261E", Dark: "#FF6B6B"}
-	colorWarn   = lipgloss.AdaptiveColor{Light: "#8A5A00", Dark: "#F2C14E"}
-	colorOK     = lipgloss.AdaptiveColor{Light: "#1B7F3B", Dark: "#5FD38D"}
+	colorAccent = lipgloss.Color("5") // magenta
+	colorMuted  = lipgloss.Color("8") // bright black (grey)
+	colorError  = lipgloss.Color("1") // red
+	colorWarn   = lipgloss.Color("3") // yellow
+	colorOK     = lipgloss.Color("2") // green
 )
 
 // Styles are the named styles, bound to one output's renderer so colour is
@@ -90,9 +94,10 @@ func (s *Styles) Level(word string) string {
 	return word
 }
 
-// colorWanted applies NO_COLOR (no-color.org) and --no-color on top of TTY detection.
+// colorWanted applies NO_COLOR (no-color.org: set and not empty) and
+// --no-color on top of TTY detection.
 func colorWanted(tty, noColorFlag bool) bool {
-	if _, set := os.LookupEnv("NO_COLOR"); set {
+	if os.Getenv("NO_COLOR") != "" {
 		return false
 	}
 	return tty && !noColorFlag

@@ -33,9 +33,16 @@ type ttyProc struct {
 
 func startOnTTY(t *testing.T, url string, args ...string) *ttyProc {
 	t.Helper()
+	return startOnTTYEnv(t, []string{"LOCKCTL_REDIS_URL=" + url, "NO_COLOR=1"}, args...)
+}
+
+// startOnTTYEnv is startOnTTY with env added to this process's environment
+// (HOME and XDG_CONFIG_HOME are set to an empty directory).
+func startOnTTYEnv(t *testing.T, env []string, args ...string) *ttyProc {
+	t.Helper()
 	p := &ttyProc{Cmd: exec.Command("lockctl", args...)}
 	home := t.TempDir()
-	p.Env = append(os.Environ(), "LOCKCTL_REDIS_URL="+url, "HOME="+home, "XDG_CONFIG_HOME="+home, "NO_COLOR=1")
+	p.Env = append(append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home), env...)
 	// pty.Start makes the terminal lockctl's controlling terminal (a new
 	// session), so lockctl's group is its foreground group.
 	tty, err := pty.Start(p.Cmd)
@@ -193,5 +200,26 @@ func TestRunCtrlZPastTheLease(t *testing.T) {
 	}
 	if alive(child) {
 		t.Error("the child is still there")
+	}
+}
+
+// Styled output on a terminal sends no query to it: adaptive colours asked
+// for the background (OSC 11, then a cursor report) and waited 5s for an
+// answer that a pty without a terminal emulator never gives.
+func TestNoTerminalQueries(t *testing.T) {
+	for _, args := range [][]string{{"simulate", "stale-writer"}, {"lease", "--budget", "1200s"}} {
+		p := startOnTTYEnv(t, []string{"TERM=xterm-256color", "NO_COLOR=", "COLORTERM=", "CI="}, args...)
+		if code := p.exit(t); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		p.mu.Lock()
+		out := p.out.String()
+		p.mu.Unlock()
+		if !strings.Contains(out, "\x1b[") {
+			t.Errorf("%v: no colour on a terminal: %q", args, out)
+		}
+		if strings.Contains(out, "\x1b]11;") || strings.Contains(out, "\x1b[6n") {
+			t.Errorf("%v: queried the terminal: %q", args, out)
+		}
 	}
 }

@@ -715,7 +715,7 @@ func exploreTable(t *TableView, res simulate.ExploreResult) {
 	if res.Seed != nil {
 		how = fmt.Sprintf("random, seed %d", *res.Seed)
 	}
-	t.Title(fmt.Sprintf("explore %s (%s): %d schedules, %d violating", res.Scenario, how, res.Schedules, res.Violating))
+	t.Title(fmt.Sprintf("explore %s (%s): %s, %d violating", res.Scenario, how, plural(res.Schedules, "schedule", "schedules"), res.Violating))
 	if len(res.Dimensions) == 0 {
 		t.Line("nothing to vary: the scenario has no pause, partition, crash, call, failover or clock jump; only the base schedule ran")
 	}

@@ -22,10 +22,21 @@ func completeScenarios(_ *cobra.Command, args []string, _ string) ([]string, cob
 	}
 	var out []string
 	for _, b := range simulate.Builtins() {
-		desc, _, _ := strings.Cut(b.Description, ";")
-		out = append(out, b.Name+"\t"+desc)
+		out = append(out, b.Name+"\t"+firstClause(b.Description))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// firstClause is s up to its first ";" or end of sentence: a shell shows
+// a completion's description on one line.
+func firstClause(s string) string {
+	end := len(s)
+	for _, sep := range []string{";", ". "} {
+		if i := strings.Index(s, sep); i >= 0 && i < end {
+			end = i
+		}
+	}
+	return strings.TrimSuffix(s[:end], ".")
 }
 
 // Key completion reads Redis, so it is off unless LOCKCTL_COMPLETE_KEYS=1,

@@ -1,10 +1,15 @@
 package cmd
 
 import (
+	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
@@ -24,6 +29,10 @@ import (
 type jobControl struct {
 	tty  int  // lockctl's terminal (its stdin) while lockctl is in its foreground; -1 otherwise
 	tstp bool // a SIGTSTP was forwarded: lockctl stops once the child has
+	// lazy: lockctl's job is a pipeline (see groupShared). The terminal
+	// stays with the job, where a pager may read it, until the child uses
+	// it (and is stopped by SIGTTIN or SIGTTOU).
+	lazy bool
 }
 
 // newJobControl looks at in, the stdin the child will get.
@@ -35,22 +44,58 @@ func newJobControl(in io.Reader) *jobControl {
 	}
 	if pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
 		j.tty = int(f.Fd())
+		j.lazy = groupShared()
 	}
 	return j
+}
+
+// groupShared reports whether lockctl's process group holds a process that
+// is neither lockctl nor one of its ancestors: lockctl is part of a
+// pipeline (lockctl run ... | less), whose other commands may read the
+// terminal too (a pager does).
+func groupShared() bool {
+	pgrp := unix.Getpgrp()
+	mine := map[int]bool{os.Getpid(): true}
+	for pid := os.Getppid(); pid > 1; {
+		if pg, err := unix.Getpgid(pid); err != nil || pg != pgrp {
+			break
+		}
+		mine[pid] = true
+		var err error
+		if pid, err = parentOf(pid); err != nil {
+			break
+		}
+	}
+	d, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range d {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || mine[pid] {
+			continue
+		}
+		if pg, err := unix.Getpgid(pid); err == nil && pg == pgrp {
+			return true
+		}
+	}
+	return false
 }
 
 // procAttr is childProcAttr, with the child's group in the terminal's
 // foreground when lockctl holds it.
 func (j *jobControl) procAttr() *syscall.SysProcAttr {
 	a := childProcAttr()
-	if j.tty >= 0 {
+	if j.tty >= 0 && !j.lazy {
 		a.Foreground, a.Ctty = true, j.tty // Ctty: a descriptor of this process (syscall.SysProcAttr)
 	}
 	return a
 }
 
 // signals are the signals the job control needs relayed (to signal).
-func (j *jobControl) signals() []os.Signal { return []os.Signal{syscall.SIGTSTP, syscall.SIGCHLD} }
+func (j *jobControl) signals() []os.Signal {
+	return []os.Signal{syscall.SIGTSTP, syscall.SIGCHLD, syscall.SIGCONT}
+}
 
 // started is called once the child runs. lockctl is now a background
 // process on its terminal: with SIGTTOU ignored it may still write its
@@ -72,30 +117,55 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 		j.tstp = true
 		_ = signalGroup(child, syscall.SIGTSTP)
 		return false, true
+	case syscall.SIGCONT:
+		// Continued while running: after bg, fg continues lockctl's group
+		// and hands the terminal to it, not to the child's.
+		j.giveTerminal(child)
+		return false, true
 	case syscall.SIGCHLD:
-		if !childStopped(child.Pid) || (j.tty < 0 && !j.tstp) {
+		sig, ok := childStopped(child.Pid)
+		if !ok {
+			return false, true
+		}
+		if (sig == syscall.SIGTTIN || sig == syscall.SIGTTOU) && j.foreground() {
+			// The child used the terminal from the background while
+			// lockctl's group has it: fg after bg (bash sends no SIGCONT to
+			// a running job), or the child gave the terminal away.
+			j.giveTerminal(child)
+			_ = signalGroup(child, syscall.SIGCONT)
+			return false, true
+		}
+		job := j.tty >= 0 && !orphanedGroup()
+		if !job && !j.tstp {
+			if j.tty >= 0 && sig == syscall.SIGTSTP {
+				// No shell can continue lockctl's group (lockctl leads the
+				// session, as under ssh -t, docker run -t or script -c): the
+				// kernel discards Ctrl-Z there, and so does lockctl.
+				_ = signalGroup(child, syscall.SIGCONT)
+			}
 			// Without a terminal nobody would continue a stopped lockctl:
 			// it keeps supervising a child that someone else stopped.
 			return false, true
 		}
 		j.tstp = false
-		j.suspend(child)
+		j.suspend(child, job)
 		return true, true
 	}
 	return false, false
 }
 
 // suspend stops the child's whole group (not only the process that got the
-// signal) and then lockctl: its whole job on a terminal, as Ctrl-Z would
-// have without lockctl (the shell then takes the terminal back), only
-// itself otherwise. It returns once lockctl is continued (SIGCONT): kill(2)
-// may return to the calling thread before the stop takes hold.
-func (j *jobControl) suspend(child *os.Process) {
+// signal) and then lockctl: its whole job when a shell's job control can
+// continue it, as Ctrl-Z would have without lockctl (the shell then takes
+// the terminal back), only itself otherwise. It returns once lockctl is
+// continued (SIGCONT): kill(2) may return to the calling thread before the
+// stop takes hold.
+func (j *jobControl) suspend(child *os.Process, job bool) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
 	_ = signalGroup(child, syscall.SIGSTOP)
-	if j.tty < 0 {
+	if !job {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	} else {
 		_ = syscall.Kill(0, syscall.SIGSTOP)
@@ -106,12 +176,26 @@ func (j *jobControl) suspend(child *os.Process) {
 // resume gives the terminal back to the child if lockctl was continued in
 // the foreground (fg, not bg) and continues the child's group.
 func (j *jobControl) resume(child *os.Process) {
-	if j.tty >= 0 {
-		if pg, err := unix.IoctlGetInt(j.tty, unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
-			_ = unix.IoctlSetPointerInt(j.tty, unix.TIOCSPGRP, child.Pid)
-		}
-	}
+	j.giveTerminal(child)
 	_ = signalGroup(child, syscall.SIGCONT)
+}
+
+// giveTerminal makes the child's group the terminal's foreground group if
+// lockctl's group has it.
+func (j *jobControl) giveTerminal(child *os.Process) {
+	if j.foreground() {
+		_ = unix.IoctlSetPointerInt(j.tty, unix.TIOCSPGRP, child.Pid)
+	}
+}
+
+// foreground reports whether lockctl's group is the terminal's foreground
+// group.
+func (j *jobControl) foreground() bool {
+	if j.tty < 0 {
+		return false
+	}
+	pg, err := unix.IoctlGetInt(j.tty, unix.TIOCGPGRP)
+	return err == nil && pg == unix.Getpgrp()
 }
 
 // takeTerminal makes lockctl's group the terminal's foreground group again
@@ -130,12 +214,68 @@ func (j *jobControl) takeTerminal(child *os.Process) {
 // cldStopped is si_code CLD_STOPPED (<signal.h>; not in x/sys/unix).
 const cldStopped = 5
 
-// childStopped reports (and consumes) a stop of the child, without
-// reaping an exit: exec.Cmd.Wait does that.
-func childStopped(pid int) bool {
+// childStopped reports (and consumes) a stop of the child and the signal
+// that stopped it, without reaping an exit: exec.Cmd.Wait does that.
+func childStopped(pid int) (syscall.Signal, bool) {
 	var info unix.Siginfo
 	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG, nil); err != nil {
+		return 0, false
+	}
+	if info.Signo != int32(syscall.SIGCHLD) || info.Code != cldStopped {
+		return 0, false
+	}
+	return syscall.Signal(siginfoStatus(&info)), true
+}
+
+// siginfoStatus is si_status: for CLD_STOPPED, the signal that stopped the
+// child. The union after si_signo, si_errno and si_code (int32 each) is
+// aligned to a pointer; for SIGCHLD it starts with si_pid and si_uid
+// (int32 each), then si_status.
+func siginfoStatus(info *unix.Siginfo) int32 {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	off := (12+ptr-1)&^(ptr-1) + 8
+	return *(*int32)(unsafe.Add(unsafe.Pointer(info), off))
+}
+
+// orphanedGroup reports whether lockctl's process group is orphaned: no
+// member has its parent in another group of the same session, so no shell
+// job control can continue it once stopped (lockctl leads its session, or
+// runs in a shell without job control that does). The kernel does not stop
+// such a group on Ctrl-Z. Only lockctl's ancestors are looked at: the
+// first one outside the group decides.
+func orphanedGroup() bool {
+	pgrp, sid := unix.Getpgrp(), unix.Getsid
+	self, err := sid(0)
+	if err != nil {
 		return false
 	}
-	return info.Signo == int32(syscall.SIGCHLD) && info.Code == cldStopped
+	for pid := os.Getppid(); pid > 1; {
+		pg, err := unix.Getpgid(pid)
+		if err != nil {
+			return true
+		}
+		if pg != pgrp {
+			s, err := sid(pid)
+			return err != nil || s != self
+		}
+		if pid, err = parentOf(pid); err != nil {
+			return true
+		}
+	}
+	return true
+}
+
+// parentOf reads pid's parent from /proc/PID/stat.
+func parentOf(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return strconv.Atoi(f[1])
 }

@@ -105,7 +105,10 @@ On a terminal (Linux), the child's process group gets the terminal: it can
 read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to
 lockctl) stops lockctl with the child, and renewals stop with them. On fg
 the child goes on only if the lease can still be proven with --grace to
-spare; otherwise it is killed without running again (exit 76).
+spare; otherwise it is killed without running again (exit 76). In a
+pipeline the child gets the terminal only once it reads it (a pager keeps
+it until then). Where no shell can continue lockctl (it leads its session:
+ssh -t, docker run -t), Ctrl-Z is ignored, as the kernel does there.
 
 Exit codes: the child's own on a normal exit (128+N if signal N ended it);
 75 lock held by another owner; 76 lease lost; 124 budget or renewal bound

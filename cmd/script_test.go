@@ -11,10 +11,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// testCommands are the commands the tests run as programs (the test binary
+// under another name).
+var testCommands = map[string]func() int{}
+
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{
-		"lockctl": func() int { return cmd.Execute(os.Args[1:], cmd.SystemIO()) },
-	}))
+	testCommands["lockctl"] = func() int { return cmd.Execute(os.Args[1:], cmd.SystemIO()) }
+	os.Exit(testscript.RunMain(m, testCommands))
 }
 
 // TestScripts runs testdata/script/*.txtar against the lockctl binary.

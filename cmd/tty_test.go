@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,8 +22,8 @@ import (
 	"github.com/lockctl/lockctl/internal/redistest"
 )
 
-// ttyProc is `lockctl run` on a pseudo-terminal, as an interactive shell
-// would start it: lockctl leads the terminal's foreground process group.
+// ttyProc is a program (lockctl, or jobshell running it) on a
+// pseudo-terminal: it leads the terminal's session and foreground group.
 type ttyProc struct {
 	*exec.Cmd
 	tty *os.File // the terminal's other end: what is written is typed
@@ -33,18 +33,39 @@ type ttyProc struct {
 
 func startOnTTY(t *testing.T, url string, args ...string) *ttyProc {
 	t.Helper()
-	return startOnTTYEnv(t, []string{"LOCKCTL_REDIS_URL=" + url, "NO_COLOR=1"}, args...)
+	return startProgOnTTY(t, testEnv(url), "lockctl", args...)
 }
 
-// startOnTTYEnv is startOnTTY with env added to this process's environment
-// (HOME and XDG_CONFIG_HOME are set to an empty directory).
-func startOnTTYEnv(t *testing.T, env []string, args ...string) *ttyProc {
+// testEnv is the environment added for lockctl on the test server at url.
+func testEnv(url string) []string { return []string{"LOCKCTL_REDIS_URL=" + url, "NO_COLOR=1"} }
+
+// startInJob is `lockctl run` started by a job-control shell (jobshell) on
+// a pseudo-terminal; lockctl is the job's only process. It returns
+// lockctl's pid.
+func startInJob(t *testing.T, url string, args ...string) (*ttyProc, int) {
 	t.Helper()
-	p := &ttyProc{Cmd: exec.Command("lockctl", args...)}
+	p := startProgOnTTY(t, testEnv(url), "jobshell", append([]string{"lockctl"}, args...)...)
+	p.waitOutput(t, "[jobshell: job ")
+	p.mu.Lock()
+	s := p.out.String()
+	p.mu.Unlock()
+	s = s[strings.Index(s, "[jobshell: job ")+len("[jobshell: job "):]
+	pid, err := strconv.Atoi(s[:strings.IndexByte(s, ']')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, pid
+}
+
+// startProgOnTTY starts prog with env added to this process's environment
+// (HOME and XDG_CONFIG_HOME point at an empty directory).
+func startProgOnTTY(t *testing.T, env []string, prog string, args ...string) *ttyProc {
+	t.Helper()
+	p := &ttyProc{Cmd: exec.Command(prog, args...)}
 	home := t.TempDir()
 	p.Env = append(append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home), env...)
-	// pty.Start makes the terminal lockctl's controlling terminal (a new
-	// session), so lockctl's group is its foreground group.
+	// pty.Start makes the terminal prog's controlling terminal (a new
+	// session), so prog's group is its foreground group.
 	tty, err := pty.Start(p.Cmd)
 	if err != nil {
 		t.Skipf("no pseudo-terminal here: %v", err)
@@ -140,61 +161,59 @@ func TestRunChildReadsTheTerminal(t *testing.T) {
 	}
 }
 
-// Ctrl-Z stops the child and lockctl (renewals stop too); continued while
-// the lease can still be proven, the child goes on with the terminal.
+func (p *ttyProc) typ(t *testing.T, s string) {
+	t.Helper()
+	if _, err := io.WriteString(p.tty, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ctrl-Z stops the child and lockctl (renewals stop too); on fg, while the
+// lease can still be proven, the child goes on with the terminal, and the
+// shell gets it back afterwards.
 func TestRunCtrlZ(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
-	p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
+	p, lockctl := startInJob(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
 	child := readPID(t, filepath.Join(dir, "pid"))
 	p.waitOutput(t, "ready")
-	if _, err := io.WriteString(p.tty, "\x1a"); err != nil { // Ctrl-Z
-		t.Fatal(err)
+	p.typ(t, "\x1a") // Ctrl-Z
+	p.waitOutput(t, "[jobshell: stopped]")
+	if s := processState(lockctl); s != 'T' {
+		t.Fatalf("the shell saw the job stop, lockctl is in state %q", s)
 	}
-	waitState(t, p.Process.Pid, 'T')
 	if s := processState(child); s != 'T' {
 		t.Fatalf("lockctl stopped, the child is in state %q", s)
 	}
-	if err := p.Process.Signal(syscall.SIGCONT); err != nil { // fg
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(p.tty, "hello\n"); err != nil {
-		t.Fatal(err)
-	}
+	p.typ(t, "fg\n")
+	p.typ(t, "hello\n")
 	p.waitOutput(t, "got hello")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.waitOutput(t, "[jobshell: exit 0]")
+	p.typ(t, "after\n")
+	p.waitOutput(t, `[jobshell: read "after"]`)
 	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
 		t.Error("lock not released")
 	}
 }
 
-// Stopped for longer than the lease: on SIGCONT the child is killed
-// without running another instruction, and lockctl exits 76.
+// Stopped for longer than the lease: on fg the child is killed without
+// running another instruction, lockctl exits 76, and what is typed goes to
+// the shell.
 func TestRunCtrlZPastTheLease(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
-	p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--lease-cap", "1s", "--grace", "200ms",
+	p, _ := startInJob(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--lease-cap", "1s", "--grace", "200ms",
 		"--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
 	child := readPID(t, filepath.Join(dir, "pid"))
 	p.waitOutput(t, "ready")
-	if _, err := io.WriteString(p.tty, "\x1a"); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, p.Process.Pid, 'T')
-	// Typed while stopped: a child that went on would read it.
-	if _, err := io.WriteString(p.tty, "late\n"); err != nil {
-		t.Fatal(err)
-	}
+	p.typ(t, "\x1a")
+	p.waitOutput(t, "[jobshell: stopped]")
 	time.Sleep(1500 * time.Millisecond) // the 1s lease expires in Redis
-	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.exit(t); code != cmd.ExitLeaseLost {
-		t.Errorf("exit %d, want %d: %s", code, cmd.ExitLeaseLost, p.out.String())
-	}
+	// Typed with fg: a child that went on would read it.
+	p.typ(t, "fg\nlate\n")
 	p.waitOutput(t, "the command was killed without being continued")
+	p.waitOutput(t, fmt.Sprintf("[jobshell: exit %d]", cmd.ExitLeaseLost))
+	p.waitOutput(t, `[jobshell: read "late"]`)
 	if _, err := os.Stat(filepath.Join(dir, "line")); err == nil {
 		t.Error("the child ran after the lease was lost")
 	}
@@ -203,12 +222,79 @@ func TestRunCtrlZPastTheLease(t *testing.T) {
 	}
 }
 
+// bg, then fg: bash sends no SIGCONT to a running job, it only hands the
+// terminal to lockctl's group; the child gets it when it reads.
+func TestRunBgThenFg(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	p, _ := startInJob(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",
+		"--", "sh", "-c", `echo $$ > "$1"; echo ready; sleep 1; read x; echo "got $x"`, "sh", filepath.Join(dir, "pid"))
+	child := readPID(t, filepath.Join(dir, "pid"))
+	p.waitOutput(t, "ready")
+	p.typ(t, "\x1a")
+	p.waitOutput(t, "[jobshell: stopped]")
+	p.typ(t, "bg\n")
+	waitState(t, child, 'S') // continued in the background (sleep 1)
+	p.typ(t, "fg\n")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	p.waitOutput(t, "[jobshell: exit 0]")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := strings.Count(p.out.String(), "[jobshell: stopped]"); n != 1 {
+		t.Errorf("the job stopped %d times, not once: %q", n, p.out.String())
+	}
+}
+
+// lockctl leads the session (ssh -t host lockctl ..., docker run -t,
+// script -c): no shell can continue it, and the kernel discards Ctrl-Z for
+// it. lockctl must not stop, and the child goes on.
+func TestRunCtrlZWithoutJobControl(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
+	p.waitOutput(t, "ready")
+	p.typ(t, "\x1a")
+	time.Sleep(200 * time.Millisecond)
+	if s := processState(p.Process.Pid); s == 'T' {
+		t.Fatal("lockctl stopped with nobody to continue it")
+	}
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("exit %d: %s", code, p.out.String())
+	}
+}
+
+// In a pipeline the terminal stays with the job, where a pager reads it,
+// until the child reads it.
+func TestRunPipeline(t *testing.T) {
+	srv := redistest.Start(t)
+	// A pager: the child only writes (and is slow to exit).
+	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 30s -- sh -c 'echo out; sleep 1' | { read l; echo "pipe got $l"; read x < /dev/tty; echo "pager got $x"; }`)
+	p.waitOutput(t, "pipe got out")
+	time.Sleep(100 * time.Millisecond)
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "pager got hello")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("exit %d: %s", code, p.out.String())
+	}
+	// The child reads the terminal: it gets it when it does.
+	p = startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 30s -- sh -c 'echo ready >&2; read x; echo "got $x"' | tr a-z A-Z`)
+	p.waitOutput(t, "ready")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "GOT HELLO")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("exit %d: %s", code, p.out.String())
+	}
+}
+
 // Styled output on a terminal sends no query to it: adaptive colours asked
 // for the background (OSC 11, then a cursor report) and waited 5s for an
 // answer that a pty without a terminal emulator never gives.
 func TestNoTerminalQueries(t *testing.T) {
 	for _, args := range [][]string{{"simulate", "stale-writer"}, {"lease", "--budget", "1200s"}} {
-		p := startOnTTYEnv(t, []string{"TERM=xterm-256color", "NO_COLOR=", "COLORTERM=", "CI="}, args...)
+		p := startProgOnTTY(t, []string{"TERM=xterm-256color", "NO_COLOR=", "COLORTERM=", "CI="}, "lockctl", args...)
 		if code := p.exit(t); code != 0 {
 			t.Fatalf("%v: exit %d", args, code)
 		}

@@ -98,8 +98,10 @@ can no longer be proven), the budget ends or the renewal bound is reached,
 the child's process group gets SIGTERM, then SIGKILL after --grace. When
 renewals fail, SIGTERM comes cancel margin + grace before the lease could
 end, so the SIGKILL lands before another holder could take over; a grace
-that does not fit the lease is lowered (and said so). SIGINT, SIGTERM and
-SIGHUP sent to lockctl are forwarded to the child; lockctl waits for it.
+that does not fit the lease is lowered (and said so). SIGINT, SIGTERM,
+SIGQUIT and SIGHUP (unless ignored, as under nohup) sent to lockctl are
+forwarded to the child, with a SIGCONT should it be stopped; lockctl waits
+for it.
 
 On a terminal (Linux), the child's process group gets the terminal: it can
 read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to
@@ -391,8 +393,12 @@ func pttlText(d time.Duration) string {
 // the child when the Keeper cancels, and releases the lock when it exits.
 func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
 	job := newJobControl(opts.IO.In)
+	forward := []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT}
+	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored: Notify would undo that
+		forward = append(forward, syscall.SIGHUP)
+	}
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, append([]os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}, job.signals()...)...)
+	signal.Notify(sigs, append(forward, job.signals()...)...)
 	defer signal.Stop(sigs)
 	release := func() error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conn.Timeout)
@@ -439,6 +445,12 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			stopped, handled := job.signal(s, child.Process)
 			if !handled {
 				_ = signalGroup(child.Process, s.(syscall.Signal))
+				// A stopped child would hold the signal pending: continue it,
+				// as a shell's kill does for a stopped job, while the lease
+				// can still be proven.
+				if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+					_ = signalGroup(child.Process, syscall.SIGCONT)
+				}
 			}
 			if !stopped {
 				break

@@ -29,7 +29,13 @@ type proc struct {
 // startLockctl starts `lockctl args...` against the server at url.
 func startLockctl(t *testing.T, url string, args ...string) *proc {
 	t.Helper()
-	p := &proc{Cmd: exec.Command("lockctl", args...)}
+	return startProc(t, url, exec.Command("lockctl", args...))
+}
+
+// startProc starts c (which runs lockctl) against the server at url.
+func startProc(t *testing.T, url string, c *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{Cmd: c}
 	home := t.TempDir()
 	p.Env = append(os.Environ(), "LOCKCTL_REDIS_URL="+url, "HOME="+home, "XDG_CONFIG_HOME="+home, "NO_COLOR=1")
 	p.Stdout, p.Stderr = &p.stdout, &p.stderr
@@ -336,7 +342,7 @@ func TestRunHeld(t *testing.T) {
 // code through and releases the lock.
 func TestRunForwardsSignals(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP} {
 		dir := t.TempDir()
 		pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
 		script := `trap 'echo ` + signalName(sig) + ` > "$2"; exit 42' ` + signalName(sig) + `; echo $$ > "$1"; while :; do sleep 0.01; done`
@@ -366,20 +372,56 @@ func signalName(s syscall.Signal) string {
 		return "INT"
 	case syscall.SIGTERM:
 		return "TERM"
+	case syscall.SIGQUIT:
+		return "QUIT"
 	}
 	return "HUP"
 }
 
-// A helper the child leaves behind in its process group would run without
-// the lock: lockctl stops it before releasing.
-func TestRunLeavesNothingRunning(t *testing.T) {
+// Under nohup (SIGHUP ignored) lockctl and the child go on ignoring it:
+// signal.Notify would have re-enabled it, and the child, started after,
+// would have died of it.
+func TestRunNohup(t *testing.T) {
 	srv := redistest.Start(t)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	_, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--",
-		"sh", "-c", `sleep 30 >/dev/null 2>&1 & echo $! > "$1"`, "sh", pidFile)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
+	dir := t.TempDir()
+	pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
+	script := `trap 'echo TERM > "$2"; exit 42' TERM; echo $$ > "$1"; while :; do sleep 0.01; done`
+	p := startProc(t, srv.URL(), exec.Command("sh", "-c", `trap '' HUP; exec lockctl "$@"`, "sh",
+		"run", "order-demo-001", "--budget", "20s", "--", "sh", "-c", script, "sh", pidFile, got))
 	pid := readPID(t, pidFile)
-	goneAt(t, pid, time.Second)
+	if err := p.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !alive(pid) || !alive(p.Process.Pid) {
+		t.Fatalf("SIGHUP under nohup ended the run: %s", p.stderr.String())
+	}
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.exit(t); code != 42 {
+		t.Errorf("exit %d, want the child's 42: %s", code, p.stderr.String())
+	}
+}
+
+// A signal forwarded to a stopped child (stopped by someone else, without a
+// terminal) comes with a SIGCONT, as a shell's kill sends to a stopped job:
+// otherwise it stays pending until the budget ends.
+func TestRunSignalsStoppedChild(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
+	script := `trap 'echo TERM > "$2"; exit 42' TERM; echo $$ > "$1"; while :; do sleep 0.01; done`
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "20s", "--", "sh", "-c", script, "sh", pidFile, got)
+	pid := readPID(t, pidFile)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, pid, 'T')
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.exit(t); code != 42 {
+		t.Errorf("exit %d, want the child's 42: %s", code, p.stderr.String())
+	}
 }

@@ -94,7 +94,7 @@ func (j *jobControl) procAttr() *syscall.SysProcAttr {
 
 // signals are the signals the job control needs relayed (to signal).
 func (j *jobControl) signals() []os.Signal {
-	return []os.Signal{syscall.SIGTSTP, syscall.SIGCHLD, syscall.SIGCONT}
+	return []os.Signal{syscall.SIGTSTP, syscall.SIGCHLD, syscall.SIGCONT, syscall.SIGTTIN}
 }
 
 // started is called once the child runs. lockctl is now a background
@@ -116,6 +116,12 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 	case syscall.SIGTSTP:
 		j.tstp = true
 		_ = signalGroup(child, syscall.SIGTSTP)
+		return false, true
+	case syscall.SIGTTIN:
+		// Another process of lockctl's group (a pager after lockctl in a
+		// pipeline) read the terminal while the child's group has it: the
+		// kernel signals the whole group. Stopped, lockctl would stop
+		// renewing while the child runs on.
 		return false, true
 	case syscall.SIGCONT:
 		// Continued while running: after bg, fg continues lockctl's group

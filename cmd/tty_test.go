@@ -289,6 +289,31 @@ func TestRunPipeline(t *testing.T) {
 	}
 }
 
+// In a pipeline whose child has taken the terminal, a pager that reads the
+// terminal gets SIGTTIN for its whole group, lockctl included: lockctl
+// must not stop (its renewals would stop while the child runs on).
+func TestRunPipelinePagerReadsAfterChild(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "sh", "-c",
+		`lockctl run order-demo-001 --budget 30s --lease-cap 1s --grace 200ms -- sh -c 'echo $PPID > "$1"; echo $$ > "$2"; echo ready >&2; read x; echo "child got $x" >&2; echo go; sleep 3; echo done >&2' sh `+filepath.Join(dir, "ppid")+" "+filepath.Join(dir, "child")+` | { read l; read y < /dev/tty; echo "pager got $y"; }`)
+	lockctl := readPID(t, filepath.Join(dir, "ppid"))
+	p.waitOutput(t, "ready")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "child got hello")
+	time.Sleep(300 * time.Millisecond) // the pager reads the terminal
+	if s := processState(lockctl); s == 'T' {
+		t.Errorf("lockctl stopped (SIGTTIN for its group) while the child runs on")
+	}
+	time.Sleep(1200 * time.Millisecond) // past the 1s lease: only renewals keep the key
+	if !alive(readPID(t, filepath.Join(dir, "child"))) {
+		t.Fatal("the child exited early")
+	}
+	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 1 {
+		t.Error("the child runs on and the lock is gone")
+	}
+}
+
 // Styled output on a terminal sends no query to it: adaptive colours asked
 // for the background (OSC 11, then a cursor report) and waited 5s for an
 // answer that a pty without a terminal emulator never gives.

@@ -126,7 +126,9 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 	case syscall.SIGCONT:
 		// Continued while running: after bg, fg continues lockctl's group
 		// and hands the terminal to it, not to the child's.
-		j.giveTerminal(child)
+		if !j.lazy {
+			j.giveTerminal(child)
+		}
 		return false, true
 	case syscall.SIGCHLD:
 		sig, ok := childStopped(child.Pid)
@@ -180,9 +182,13 @@ func (j *jobControl) suspend(child *os.Process, job bool) {
 }
 
 // resume gives the terminal back to the child if lockctl was continued in
-// the foreground (fg, not bg) and continues the child's group.
+// the foreground (fg, not bg) and continues the child's group. In a
+// pipeline (lazy) the terminal stays with the job, where a pager may read
+// it: the child gets it again when it uses it.
 func (j *jobControl) resume(child *os.Process) {
-	j.giveTerminal(child)
+	if !j.lazy {
+		j.giveTerminal(child)
+	}
 	_ = signalGroup(child, syscall.SIGCONT)
 }
 

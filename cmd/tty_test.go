@@ -289,6 +289,22 @@ func TestRunPipeline(t *testing.T) {
 	}
 }
 
+// A pipeline stopped with Ctrl-Z and continued with fg: the pager keeps the
+// terminal, since the child never read it.
+func TestRunPipelineCtrlZ(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "sh", "-c",
+		`lockctl run order-demo-001 --budget 30s -- sh -c 'echo out; sleep 1; echo more; sleep 1' | { read l; echo "pipe got $l"; read l; echo "pipe got $l"; read x < /dev/tty; echo "pager got $x"; }`)
+	p.waitOutput(t, "pipe got out")
+	p.typ(t, "\x1a")
+	p.waitOutput(t, "[jobshell: stopped]")
+	p.typ(t, "fg\n")
+	p.waitOutput(t, "pipe got more")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "pager got hello")
+	p.waitOutput(t, "[jobshell: exit 0]")
+}
+
 // In a pipeline whose child has taken the terminal, a pager that reads the
 // terminal gets SIGTTIN for its whole group, lockctl included: lockctl
 // must not stop (its renewals would stop while the child runs on).

@@ -56,7 +56,7 @@ func newJobControl(in io.Reader) *jobControl {
 func groupShared() bool {
 	pgrp := unix.Getpgrp()
 	mine := map[int]bool{os.Getpid(): true}
-	for pid := os.Getppid(); pid > 1; {
+	for pid := os.Getppid(); pid > 0; {
 		if pg, err := unix.Getpgid(pid); err != nil || pg != pgrp {
 			break
 		}
@@ -254,14 +254,16 @@ func siginfoStatus(info *unix.Siginfo) int32 {
 // job control can continue it once stopped (lockctl leads its session, or
 // runs in a shell without job control that does). The kernel does not stop
 // such a group on Ctrl-Z. Only lockctl's ancestors are looked at: the
-// first one outside the group decides.
+// first one outside the group decides. PID 1 counts: in a container it may
+// be the shell (docker run -it image sh); the host's init is never in a
+// terminal job's session.
 func orphanedGroup() bool {
 	pgrp, sid := unix.Getpgrp(), unix.Getsid
 	self, err := sid(0)
 	if err != nil {
 		return false
 	}
-	for pid := os.Getppid(); pid > 1; {
+	for pid := os.Getppid(); pid > 0; {
 		pg, err := unix.Getpgid(pid)
 		if err != nil {
 			return true

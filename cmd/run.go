@@ -397,7 +397,10 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored: Notify would undo that
 		forward = append(forward, syscall.SIGHUP)
 	}
-	sigs := make(chan os.Signal, 4)
+	// Room for a burst: signal.Notify drops what does not fit, and a lost
+	// SIGCHLD would leave a stopped child unnoticed (nothing drains the
+	// channel while lockctl itself is stopped).
+	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, append(forward, job.signals()...)...)
 	defer signal.Stop(sigs)
 	release := func() error {
@@ -464,6 +467,9 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			}
 			if workDone == nil {
 				break // already stopping it: it stays stopped until the SIGKILL
+			}
+			if c := context.Cause(work); c != nil && !errors.Is(c, lockcore.ErrLeaseLost) {
+				break // the budget or bound ended meanwhile: its own path, exit 124
 			}
 			workDone = nil
 			keeper.Stop()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -114,6 +115,14 @@ func (j *jobControl) started() {
 func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 	switch s {
 	case syscall.SIGTSTP:
+		if j.tty >= 0 && orphanedGroup() {
+			// Typed while lockctl's group had the terminal (the child not
+			// started yet, or a pipeline) where no shell can continue
+			// lockctl (it leads its session): the kernel discards Ctrl-Z
+			// there, and so does lockctl. Forwarded, it stopped the child
+			// and then lockctl, for good.
+			return false, true
+		}
 		j.tstp = true
 		_ = signalGroup(child, syscall.SIGTSTP)
 		return false, true
@@ -160,6 +169,42 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// start starts the child. A stop signal that reaches it before its exec
+// stops it there (Go resets the signal handlers and unblocks signals before
+// the exec), and exec.Cmd.Start would wait for that exec for good, handling
+// no signal and renewing nothing, while the terminal, if handed over
+// already, stays with the stopped child: a Ctrl-Z typed between the
+// terminal's handover and the exec, or one sent to lockctl's group between
+// the fork and the child's setpgid. Such a child is continued. lockctl got
+// a Ctrl-Z of the second kind too and forwards it once the child runs.
+func (j *jobControl) start(c *exec.Cmd) error {
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	defer signal.Stop(chld)
+	started := make(chan error, 1)
+	go func() { started <- c.Start() }()
+	for {
+		select {
+		case err := <-started:
+			return err
+		case <-chld:
+			continueStopped()
+		}
+	}
+}
+
+// continueStopped continues lockctl's stopped children (it has one at most:
+// the child being started) and consumes their stops, not their exits.
+func continueStopped() {
+	for {
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG, nil); err != nil || info.Code != cldStopped {
+			return
+		}
+		_ = syscall.Kill(int(siginfoPID(&info)), syscall.SIGCONT)
+	}
 }
 
 // suspend stops the child's whole group (not only the process that got the
@@ -237,6 +282,13 @@ func childStopped(pid int) (syscall.Signal, bool) {
 		return 0, false
 	}
 	return syscall.Signal(siginfoStatus(&info)), true
+}
+
+// siginfoPID is si_pid (see siginfoStatus).
+func siginfoPID(info *unix.Siginfo) int32 {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	off := (12 + ptr - 1) &^ (ptr - 1)
+	return *(*int32)(unsafe.Add(unsafe.Pointer(info), off))
 }
 
 // siginfoStatus is si_status: for CLD_STOPPED, the signal that stopped the

@@ -5,6 +5,7 @@ package cmd
 import (
 	"io"
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -17,6 +18,7 @@ func newJobControl(io.Reader) *jobControl                      { return &jobCont
 func (*jobControl) procAttr() *syscall.SysProcAttr             { return childProcAttr() }
 func (*jobControl) signals() []os.Signal                       { return nil }
 func (*jobControl) started()                                   {}
+func (*jobControl) start(c *exec.Cmd) error                    { return c.Start() }
 func (*jobControl) signal(os.Signal, *os.Process) (bool, bool) { return false, false }
 func (*jobControl) resume(*os.Process)                         {}
 func (*jobControl) takeTerminal(*os.Process)                   {}

@@ -425,7 +425,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	)
 	child.SysProcAttr = job.procAttr()
 	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
-	if err := child.Start(); err != nil {
+	if err := job.start(child); err != nil {
 		_ = release()
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}

@@ -350,3 +350,43 @@ func TestNoTerminalQueries(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-Z typed while lockctl starts the child, where lockctl leads its
+// session (ssh -t, script -c), hung it in two ways. Caught by lockctl, it
+// was forwarded, and lockctl stopped itself after the child, with no shell
+// to continue it. Typed between the fork and the exec, it stopped the child
+// before its exec while lockctl waited for that exec: no renewals, and the
+// terminal with a stopped group that Ctrl-C could not reach.
+func TestRunCtrlZAtStart(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	for i := range 15 {
+		ready := filepath.Join(dir, strconv.Itoa(i))
+		p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", `: > "$1"; read x; echo "got $x"`, "sh", ready)
+		// Ctrl-Z, again and again, until the child runs. (The terminal
+		// discards its output at each one: the child says so in a file.)
+		started := false
+		for deadline := time.Now().Add(5 * time.Second); !started && time.Now().Before(deadline); {
+			p.typ(t, "\x1a")
+			time.Sleep(50 * time.Microsecond)
+			_, err := os.Stat(ready)
+			started = err == nil
+		}
+		if !started {
+			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Process.Pid, p.Process.Pid))
+			t.Fatalf("round %d: the child did not start: lockctl is in state %q, its child %s in state %q", i,
+				processState(p.Process.Pid), kids, processState(atoi(strings.TrimSpace(string(kids)))))
+		}
+		time.Sleep(50 * time.Millisecond)
+		p.typ(t, "hello\n")
+		p.waitOutput(t, "got hello")
+		if code := p.exit(t); code != 0 {
+			t.Fatalf("round %d: exit %d: %q", i, code, p.out.String())
+		}
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

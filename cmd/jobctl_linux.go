@@ -28,26 +28,52 @@ import (
 // supervisor continues the child only if the lease can still be proven
 // (see superviseChild).
 type jobControl struct {
-	tty  int  // lockctl's terminal (its stdin) while lockctl is in its foreground; -1 otherwise
+	tty  int  // lockctl's terminal (its stdin, else its controlling terminal) while lockctl is in its foreground; -1 otherwise
 	tstp bool // a SIGTSTP was forwarded: lockctl stops once the child has
 	// lazy: lockctl's job is a pipeline (see groupShared). The terminal
 	// stays with the job, where a pager may read it, until the child uses
 	// it (and is stopped by SIGTTIN or SIGTTOU).
 	lazy bool
+	// opened is the controlling terminal lockctl opened (its stdin is no
+	// terminal), kept here so that it stays open.
+	opened *os.File
 }
 
-// newJobControl looks at in, the stdin the child will get.
+// newJobControl looks at in, the stdin the child will get, and, when that
+// is no terminal (lockctl run ... < file, producer | lockctl run ...), at
+// lockctl's controlling terminal: a child may still read it (/dev/tty: a
+// password prompt), and from a background group it was stopped by SIGTTIN
+// for good, while lockctl renewed the lock for it.
 func newJobControl(in io.Reader) *jobControl {
 	j := &jobControl{tty: -1}
 	f, ok := in.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !ok {
 		return j
+	}
+	if !term.IsTerminal(int(f.Fd())) {
+		if f, ok = controllingTerminal(); !ok {
+			return j
+		}
+		j.opened = f
 	}
 	if pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
 		j.tty = int(f.Fd())
 		j.lazy = groupShared()
 	}
 	return j
+}
+
+// controllingTerminal opens lockctl's controlling terminal, if it has one.
+func controllingTerminal() (*os.File, bool) {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, false
+	}
+	if !term.IsTerminal(int(f.Fd())) {
+		_ = f.Close()
+		return nil, false
+	}
+	return f, true
 }
 
 // groupShared reports whether lockctl's process group holds a process that

@@ -161,6 +161,23 @@ func TestRunChildReadsTheTerminal(t *testing.T) {
 	}
 }
 
+// With stdin redirected, the child may still read the terminal (a password
+// prompt on /dev/tty): started in a background group, it was stopped by
+// SIGTTIN for good while lockctl renewed the lock for it.
+func TestRunChildReadsTheTerminalStdinRedirected(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 10s -- sh -c 'echo ready; read x < /dev/tty; echo "got $x"' < /dev/null; read y; echo "sh got $y"`)
+	p.waitOutput(t, "ready")
+	time.Sleep(100 * time.Millisecond)
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	p.typ(t, "after\n") // the terminal came back to the shell
+	p.waitOutput(t, "sh got after")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("exit %d: %s", code, p.out.String())
+	}
+}
+
 func (p *ttyProc) typ(t *testing.T, s string) {
 	t.Helper()
 	if _, err := io.WriteString(p.tty, s); err != nil {

@@ -119,29 +119,6 @@ func (p *ttyProc) exit(t *testing.T) int {
 	return p.ProcessState.ExitCode()
 }
 
-// processState is the state letter of pid in /proc ('T': stopped).
-func processState(pid int) byte {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
-}
-
-func waitState(t *testing.T, pid int, state byte) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if processState(pid) == state {
-			return
-		}
-	}
-	t.Fatalf("pid %d is in state %q, not %q", pid, processState(pid), state)
-}
-
 // readLine is a child that reads a line from the terminal: before, it was
 // started in a background process group and stopped by SIGTTIN, while
 // lockctl renewed the lock for it.

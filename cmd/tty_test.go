@@ -109,6 +109,16 @@ func (p *ttyProc) waitOutput(t *testing.T, want string) {
 	t.Fatalf("the terminal did not show %q; it showed %q", want, p.out.String())
 }
 
+// wantExit waits for the program and reports an exit code other than want.
+func (p *ttyProc) wantExit(t *testing.T, want int) {
+	t.Helper()
+	if code := p.exit(t); code != want {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		t.Errorf("exit %d, want %d: %s", code, want, p.out.String())
+	}
+}
+
 func (p *ttyProc) exit(t *testing.T) int {
 	t.Helper()
 	err := p.Wait()
@@ -133,9 +143,7 @@ func TestRunChildReadsTheTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.waitOutput(t, "got hello")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 }
 
 // With stdin redirected, the child may still read the terminal (a password
@@ -150,9 +158,7 @@ func TestRunChildReadsTheTerminalStdinRedirected(t *testing.T) {
 	p.waitOutput(t, "got hello")
 	p.typ(t, "after\n") // the terminal came back to the shell
 	p.waitOutput(t, "sh got after")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 }
 
 func (p *ttyProc) typ(t *testing.T, s string) {
@@ -255,9 +261,7 @@ func TestRunCtrlZWithoutJobControl(t *testing.T) {
 	}
 	p.typ(t, "hello\n")
 	p.waitOutput(t, "got hello")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 }
 
 // In a pipeline the terminal stays with the job, where a pager reads it,
@@ -270,17 +274,13 @@ func TestRunPipeline(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	p.typ(t, "hello\n")
 	p.waitOutput(t, "pager got hello")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 	// The child reads the terminal: it gets it when it does.
 	p = startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 30s -- sh -c 'echo ready >&2; read x; echo "got $x"' | tr a-z A-Z`)
 	p.waitOutput(t, "ready")
 	p.typ(t, "hello\n")
 	p.waitOutput(t, "GOT HELLO")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 }
 
 // A pipeline stopped with Ctrl-Z and continued with fg: the pager keeps the

@@ -126,12 +126,13 @@ func (j *jobControl) signals() []os.Signal {
 
 // started is called once the child runs. lockctl is now a background
 // process on its terminal: with SIGTTOU ignored it may still write its
-// messages (under stty tostop) and take the terminal back. Ignored only
-// now, since an ignored signal stays ignored across exec.
+// messages (under stty tostop) and take the terminal back. Started in the
+// background (lockctl run ... &), its first message (budget reached,
+// SIGTERM sent) stopped it under stty tostop, the SIGKILL with it, and
+// the child ran on without the lock. Ignored only now, since an ignored
+// signal stays ignored across exec.
 func (j *jobControl) started() {
-	if j.tty >= 0 {
-		signal.Ignore(syscall.SIGTTOU)
-	}
+	signal.Ignore(syscall.SIGTTOU)
 }
 
 // signal handles a job-control signal: ok is false for any other signal.

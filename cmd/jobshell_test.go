@@ -24,11 +24,16 @@ func init() { testCommands["jobshell"] = jobShell }
 // the background and the next line ("fg") gives it the terminal without a
 // SIGCONT, as bash does for a running job. When the job exits it says
 // "[jobshell: exit N]" and reads one more line, to show that the terminal
-// came back with nothing lost.
+// came back with nothing lost. `jobshell -bg PROG ARGS...` starts the job
+// in the background (PROG &), the shell keeping the terminal.
 func jobShell() int {
-	job := exec.Command(os.Args[1], os.Args[2:]...)
+	args, fg := os.Args[1:], true
+	if args[0] == "-bg" {
+		args, fg = args[1:], false
+	}
+	job := exec.Command(args[0], args[1:]...)
 	job.Stdin, job.Stdout, job.Stderr = os.Stdin, os.Stdout, os.Stderr
-	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	job.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Foreground: fg, Ctty: 0}
 	if err := job.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "jobshell:", err)
 		return 127

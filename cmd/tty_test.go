@@ -20,6 +20,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/internal/redistest"
+	"golang.org/x/sys/unix"
 )
 
 // ttyProc is a program (lockctl, or jobshell running it) on a
@@ -383,4 +384,28 @@ func TestRunCtrlZAtStart(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// Started in the background under stty tostop, lockctl's first message
+// (budget reached, SIGTERM sent) stopped it with SIGTTOU: no SIGKILL came,
+// and a child that ignores SIGTERM ran on without the lock.
+func TestRunInBackgroundTostop(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "-bg", "lockctl", "run", "order-demo-001", "--budget", "1s", "--lease-cap", "1s", "--grace", "200ms",
+		"--", "sh", "-c", `trap '' TERM; sleep 2; : > "$1"`, "sh", ran)
+	tios, err := unix.IoctlGetTermios(int(p.tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tios.Lflag |= unix.TOSTOP
+	if err := unix.IoctlSetTermios(int(p.tty.Fd()), unix.TCSETS, tios); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput(t, fmt.Sprintf("[jobshell: exit %d]", cmd.ExitBudget))
+	time.Sleep(2 * time.Second)
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the child ran on after the budget")
+	}
 }

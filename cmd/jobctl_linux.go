@@ -28,7 +28,12 @@ import (
 // supervisor continues the child only if the lease can still be proven
 // (see superviseChild).
 type jobControl struct {
-	tty  int  // lockctl's terminal (its stdin, else its controlling terminal) while lockctl is in its foreground; -1 otherwise
+	// tty is lockctl's controlling terminal (its stdin, else /dev/tty), in
+	// the foreground or not; -1 without one. Started in the background
+	// (lockctl run ... &), the child's reads and writes stop it there, and
+	// lockctl's job must stop with it so that fg can hand it the terminal.
+	tty  int
+	fg   bool // lockctl's group had the terminal when the child was started
 	tstp bool // a SIGTSTP was forwarded: lockctl stops once the child has
 	// lazy: lockctl's job is a pipeline (see groupShared). The terminal
 	// stays with the job, where a pager may read it, until the child uses
@@ -56,8 +61,9 @@ func newJobControl(in io.Reader) *jobControl {
 		}
 		j.opened = f
 	}
-	if pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil && pg == unix.Getpgrp() {
-		j.tty = int(f.Fd())
+	// TIOCGPGRP fails on a terminal that is not lockctl's controlling one.
+	if pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil {
+		j.tty, j.fg = int(f.Fd()), pg == unix.Getpgrp()
 		j.lazy = groupShared()
 	}
 	return j
@@ -113,7 +119,7 @@ func groupShared() bool {
 // foreground when lockctl holds it.
 func (j *jobControl) procAttr() *syscall.SysProcAttr {
 	a := childProcAttr()
-	if j.tty >= 0 && !j.lazy {
+	if j.fg && !j.lazy {
 		a.Foreground, a.Ctty = true, j.tty // Ctty: a descriptor of this process (syscall.SysProcAttr)
 	}
 	return a

@@ -386,6 +386,22 @@ func atoi(s string) int {
 	return n
 }
 
+// Started in the background (lockctl run ... &), a child that reads the
+// terminal is stopped by SIGTTIN: lockctl's job stops with it, and fg hands
+// the child the terminal. Before, lockctl ran on and renewed the lock for a
+// child stopped for good, which fg did not continue.
+func TestRunInBackgroundChildReads(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "-bg", "lockctl", "run", "order-demo-001", "--budget", "30s",
+		"--", "sh", "-c", `echo ready; read x; echo "got $x"`)
+	p.waitOutput(t, "ready")
+	p.waitOutput(t, "[jobshell: stopped]")
+	p.typ(t, "fg\n")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	p.waitOutput(t, "[jobshell: exit 0]")
+}
+
 // Started in the background under stty tostop, lockctl's first message
 // (budget reached, SIGTERM sent) stopped it with SIGTTOU: no SIGKILL came,
 // and a child that ignores SIGTERM ran on without the lock.

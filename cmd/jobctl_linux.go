@@ -221,11 +221,30 @@ func (j *jobControl) start(c *exec.Cmd) error {
 	for {
 		select {
 		case err := <-started:
+			if err != nil {
+				j.startFailed()
+			}
 			return err
 		case <-chld:
 			continueStopped()
 		}
 	}
+}
+
+// startFailed takes the terminal back from a child that got it and failed
+// to exec (exec format error): its group is gone, and what runs after
+// lockctl (the rest of a script) was stopped by SIGTTIN when it read the
+// terminal.
+func (j *jobControl) startFailed() {
+	if !j.fg || j.lazy {
+		return
+	}
+	pg, err := unix.IoctlGetInt(j.tty, unix.TIOCGPGRP)
+	if err != nil || pg == unix.Getpgrp() || syscall.Kill(-pg, 0) != syscall.ESRCH {
+		return
+	}
+	signal.Ignore(syscall.SIGTTOU) // a background process taking the terminal; no child inherits it now
+	_ = unix.IoctlSetPointerInt(j.tty, unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 // continueStopped continues lockctl's stopped children (it has one at most:

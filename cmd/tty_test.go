@@ -425,3 +425,23 @@ func TestRunInBackgroundTostop(t *testing.T) {
 		t.Error("the child ran on after the budget")
 	}
 }
+
+// A child that fails to exec (exec format error) after it was handed the
+// terminal: lockctl takes the terminal back from its vanished group, or the
+// rest of the script was stopped by SIGTTIN when it read the terminal.
+func TestRunExecFailureGivesTerminalBack(t *testing.T) {
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "noshebang")
+	if err := os.WriteFile(bad, []byte("echo hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 10s -- "$1"; echo "rc=$?"; read y; echo "sh got $y"`, "sh", bad)
+	p.waitOutput(t, fmt.Sprintf("rc=%d", cmd.ExitCannotRun))
+	time.Sleep(100 * time.Millisecond)
+	p.typ(t, "after\n")
+	p.waitOutput(t, "sh got after")
+	if code := p.exit(t); code != 0 {
+		t.Errorf("exit %d: %s", code, p.out.String())
+	}
+}

@@ -40,6 +40,10 @@ func startProc(t *testing.T, url string, c *exec.Cmd) *proc {
 	p.Env = append(os.Environ(), "LOCKCTL_REDIS_URL="+url, "HOME="+home, "XDG_CONFIG_HOME="+home, "NO_COLOR=1")
 	p.Stdout, p.Stderr = &p.stdout, &p.stderr
 	p.WaitDelay = 3 * time.Second
+	// No controlling terminal, as in CI: run from a terminal, lockctl took
+	// the developer's (its stdin is no terminal: /dev/tty), and a test that
+	// stops the child stopped lockctl's job, the test binary with it.
+	p.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}

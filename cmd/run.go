@@ -431,6 +431,22 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	}
 	job.started()
 
+	// budgetEnded says whether the budget or the renewal bound has ended, as
+	// the Keeper measures them (from the first acquire; it moves
+	// lock.AcquiredAt on each renewal). After a stop past both the lease and
+	// the budget, the Keeper's timers fire at once and it picks one at
+	// random: the budget wins, so the exit is 124 every time.
+	acquired := lock.AcquiredAt
+	budgetEnded := func() error {
+		now := time.Now()
+		switch {
+		case !now.Before(deadline):
+			return lockcore.ErrBudgetExceeded
+		case opts.Lease.Renewable && opts.Lease.RenewBound > 0 && !now.Before(acquired.Add(opts.Lease.RenewBound)):
+			return lockcore.ErrBoundReached
+		}
+		return nil
+	}
 	var lastRenewErr error // written by the Keeper; read after Stop
 	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
 		Lease: opts.Lease, StopAhead: opts.Grace,
@@ -468,7 +484,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			if workDone == nil {
 				break // already stopping it: it stays stopped until the SIGKILL
 			}
-			if c := context.Cause(work); c != nil && !errors.Is(c, lockcore.ErrLeaseLost) {
+			if budgetEnded() != nil {
 				break // the budget or bound ended meanwhile: its own path, exit 124
 			}
 			workDone = nil
@@ -480,6 +496,9 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			workDone = nil
 			keeper.Stop()
 			cause = context.Cause(work)
+			if b := budgetEnded(); b != nil && errors.Is(cause, lockcore.ErrLeaseLost) {
+				cause = b
+			}
 			_ = signalGroup(child.Process, syscall.SIGTERM)
 			// SIGKILL after the grace, and never after the lease stops being provable.
 			// One reading of the clock: the grace shown is the grace given.

@@ -445,3 +445,28 @@ func TestRunExecFailureGivesTerminalBack(t *testing.T) {
 		t.Errorf("exit %d: %s", code, p.out.String())
 	}
 }
+
+// Stopped past both the lease and the budget: on fg the exit is 124, every
+// time. The Keeper's two timers fired at once and it picked one at random
+// (and lockctl looked before or after it did): 76 three times in four.
+func TestRunCtrlZPastTheBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	for i := range 4 {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			p, _ := startInJob(t, srv.URL(), "run", "order-demo-00"+strconv.Itoa(i), "--budget", "1500ms", "--lease-cap", "1s", "--grace", "200ms",
+				"--", "sh", "-c", `echo ready; sleep 10`)
+			p.waitOutput(t, "ready")
+			p.typ(t, "\x1a")
+			p.waitOutput(t, "[jobshell: stopped]")
+			time.Sleep(2 * time.Second) // past the lease and the budget
+			p.typ(t, "fg\n")
+			p.waitOutput(t, "[jobshell: exit ")
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if want := fmt.Sprintf("[jobshell: exit %d]", cmd.ExitBudget); !strings.Contains(p.out.String(), want) {
+				t.Errorf("want %s: %q", want, p.out.String())
+			}
+		})
+	}
+}

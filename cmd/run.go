@@ -111,6 +111,8 @@ spare; otherwise it is killed without running again (exit 76). In a
 pipeline the child gets the terminal only once it reads it (a pager keeps
 it until then). Where no shell can continue lockctl (it leads its session:
 ssh -t, docker run -t), Ctrl-Z is ignored, as the kernel does there.
+Started in the background (&), a child that reads the terminal stops the
+job, and fg hands it the terminal.
 
 Exit codes: the child's own on a normal exit (128+N if signal N ended it);
 75 lock held by another owner; 76 lease lost; 124 budget or renewal bound

@@ -441,9 +441,7 @@ func TestRunExecFailureGivesTerminalBack(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	p.typ(t, "after\n")
 	p.waitOutput(t, "sh got after")
-	if code := p.exit(t); code != 0 {
-		t.Errorf("exit %d: %s", code, p.out.String())
-	}
+	p.wantExit(t, 0)
 }
 
 // Stopped past both the lease and the budget: on fg the exit is 124, every

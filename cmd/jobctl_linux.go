@@ -156,8 +156,16 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 			// and then lockctl, for good.
 			return false, true
 		}
-		j.tstp = true
 		_ = signalGroup(child, syscall.SIGTSTP)
+		if j.lazy && j.foreground() {
+			// A Ctrl-Z typed at the pipeline: the terminal stopped the rest
+			// of lockctl's job at once, and the shell may already say so
+			// and send fg. Waiting for the child's stop before stopping
+			// too, lockctl stopped the job again after that fg.
+			j.suspend(child, true)
+			return true, true
+		}
+		j.tstp = true
 		return false, true
 	case syscall.SIGTTIN:
 		// Another process of lockctl's group (a pager after lockctl in a
@@ -211,8 +219,11 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 // already, stays with the stopped child: a Ctrl-Z typed between the
 // terminal's handover and the exec, or one sent to lockctl's group between
 // the fork and the child's setpgid. Such a child is continued. lockctl got
-// a Ctrl-Z of the second kind too and forwards it once the child runs.
+// a Ctrl-Z of the second kind too and forwards it once the child runs. A
+// child stopped after its exec, before Start returned, is left stopped for
+// the supervisor, which gets the SIGCHLD too.
 func (j *jobControl) start(c *exec.Cmd) error {
+	self, _ := os.Readlink("/proc/self/exe")
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	defer signal.Stop(chld)
@@ -226,7 +237,7 @@ func (j *jobControl) start(c *exec.Cmd) error {
 			}
 			return err
 		case <-chld:
-			continueStopped()
+			continueStopped(self)
 		}
 	}
 }
@@ -247,15 +258,23 @@ func (j *jobControl) startFailed() {
 	_ = unix.IoctlSetPointerInt(j.tty, unix.TIOCSPGRP, unix.Getpgrp())
 }
 
-// continueStopped continues lockctl's stopped children (it has one at most:
-// the child being started) and consumes their stops, not their exits.
-func continueStopped() {
+// continueStopped continues a stopped child of lockctl (it has one at
+// most: the child being started) that has not exec'd yet, still running
+// self (lockctl's executable), and consumes that stop; a stop after the
+// exec is a real one (a Ctrl-Z) and is left alone. Exits are never
+// consumed.
+func continueStopped(self string) {
 	for {
 		var info unix.Siginfo
-		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG, nil); err != nil || info.Code != cldStopped {
+		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil || info.Code != cldStopped {
 			return
 		}
-		_ = syscall.Kill(int(siginfoPID(&info)), syscall.SIGCONT)
+		pid := int(siginfoPID(&info))
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err != nil || exe != self {
+			return
+		}
+		_ = unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG, nil)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 }
 

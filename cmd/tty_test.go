@@ -296,11 +296,18 @@ func TestRunPipeline(t *testing.T) {
 // terminal, since the child never read it.
 func TestRunPipelineCtrlZ(t *testing.T) {
 	srv := redistest.Start(t)
+	dir := t.TempDir()
 	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "sh", "-c",
-		`lockctl run order-demo-001 --budget 30s -- sh -c 'echo out; sleep 1; echo more; sleep 1' | { read l; echo "pipe got $l"; read l; echo "pipe got $l"; read x < /dev/tty; echo "pager got $x"; }`)
+		`lockctl run order-demo-001 --budget 30s -- sh -c 'echo $PPID > "$1"; echo out; sleep 1; echo more; sleep 1' sh `+filepath.Join(dir, "ppid")+
+			` | { read l; echo "pipe got $l"; read l; echo "pipe got $l"; read x < /dev/tty; echo "pager got $x"; }`)
+	lockctl := readPID(t, filepath.Join(dir, "ppid"))
 	p.waitOutput(t, "pipe got out")
 	p.typ(t, "\x1a")
 	p.waitOutput(t, "[jobshell: stopped]")
+	// The terminal stops the rest of the pipeline at once, lockctl a moment
+	// later (it stops its child first); fg typed within that moment was
+	// undone by lockctl's own stop. A person's fg comes later.
+	waitState(t, lockctl, 'T')
 	p.typ(t, "fg\n")
 	p.waitOutput(t, "pipe got more")
 	p.typ(t, "hello\n")

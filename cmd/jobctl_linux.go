@@ -88,17 +88,7 @@ func controllingTerminal() (*os.File, bool) {
 // terminal too (a pager does).
 func groupShared() bool {
 	pgrp := unix.Getpgrp()
-	mine := map[int]bool{os.Getpid(): true}
-	for pid := os.Getppid(); pid > 0; {
-		if pg, err := unix.Getpgid(pid); err != nil || pg != pgrp {
-			break
-		}
-		mine[pid] = true
-		var err error
-		if pid, err = parentOf(pid); err != nil {
-			break
-		}
-	}
+	mine, _ := ancestorsInGroup()
 	d, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
@@ -381,25 +371,39 @@ func siginfoStatus(info *unix.Siginfo) int32 {
 // be the shell (docker run -it image sh); the host's init is never in a
 // terminal job's session.
 func orphanedGroup() bool {
-	pgrp, sid := unix.Getpgrp(), unix.Getsid
-	self, err := sid(0)
+	self, err := unix.Getsid(0)
 	if err != nil {
 		return false
 	}
+	_, outside := ancestorsInGroup()
+	if outside == 0 {
+		return true
+	}
+	s, err := unix.Getsid(outside)
+	return err != nil || s != self
+}
+
+// ancestorsInGroup walks up from lockctl while its ancestors are in its
+// process group. It returns those, lockctl included, and the first
+// ancestor outside the group: 0 when the walk ends before one (no parent
+// left, or one gone or unreadable).
+func ancestorsInGroup() (in map[int]bool, outside int) {
+	pgrp := unix.Getpgrp()
+	in = map[int]bool{os.Getpid(): true}
 	for pid := os.Getppid(); pid > 0; {
 		pg, err := unix.Getpgid(pid)
 		if err != nil {
-			return true
+			return in, 0
 		}
 		if pg != pgrp {
-			s, err := sid(pid)
-			return err != nil || s != self
+			return in, pid
 		}
+		in[pid] = true
 		if pid, err = parentOf(pid); err != nil {
-			return true
+			return in, 0
 		}
 	}
-	return true
+	return in, 0
 }
 
 // parentOf reads pid's parent from /proc/PID/stat.

@@ -1,15 +1,16 @@
 // Package bench compares lockctl's lockcore with the Go lock libraries its
 // users would otherwise pick, on one local redis-server in one run:
 // acquire+release round trips and renewals per second at concurrency 1 and
-// 32. bench/run prints the ratios. Each worker locks its own key, so the
-// numbers are round-trip throughput, not contention.
+// 32. The libraries take turns within each benchmark (see interleave), and
+// bench/run prints the ratios. Each worker locks its own key, so the numbers
+// are round-trip throughput, not contention.
 package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -23,13 +24,12 @@ import (
 
 const ttl = 10 * time.Second
 
-// concurrencies are the worker counts every benchmark runs at. The
-// libraries run one after the other at each count, so a change in machine
-// load hits them alike; bench/run repeats whole runs for the same reason.
-var concurrencies = []int{1, 32}
+// loads are the worker counts every benchmark runs at, with the operations
+// each worker does per turn: one call at 1 worker; 16 at 32 workers, so a
+// turn (512 calls, some 10–20 ms) is long next to starting and joining its
+// workers.
+var loads = []struct{ workers, perTurn int }{{1, 1}, {32, 16}}
 
-// lib is one library under test: acquire returns the operations on a held
-// lock for one key.
 type lib struct {
 	name    string
 	acquire func(ctx context.Context, key string) (held, error)
@@ -44,7 +44,7 @@ func libs(rdb *redis.Client) []lib {
 	lk := lockcore.NewLocker(rdb)
 	rl := redislock.New(rdb)
 	rs := redsync.New(goredis.NewPool(rdb))
-	all := []lib{
+	return []lib{
 		{"lockcore", func(ctx context.Context, key string) (held, error) {
 			// Lock and fence counter on one slot, as lockctl builds them.
 			l, err := lk.Acquire(ctx, lockcore.Keys{Lock: key, Fence: lockcore.FenceKeyFor(key)}, ttl)
@@ -59,11 +59,6 @@ func libs(rdb *redis.Client) []lib {
 			return redsyncHeld{m}, m.LockContext(ctx)
 		}},
 	}
-	// The library timed first pays for a cold machine; bench/run rotates
-	// the order between runs (BENCH_ROTATE=0,1,2) so none always does.
-	r, _ := strconv.Atoi(os.Getenv("BENCH_ROTATE"))
-	r = (r%len(all) + len(all)) % len(all)
-	return append(all[r:], all[:r]...)
 }
 
 type lockcoreHeld struct{ l *lockcore.Lock }
@@ -115,83 +110,99 @@ func client(b *testing.B) *redis.Client {
 	return rdb
 }
 
-// parallel runs op b.N times split over c workers (worker w gets its own
-// key) and reports ops/s.
-func parallel(b *testing.B, c int, setup func(key string) func() error) {
-	ops := make([]func() error, c)
-	for w := range c {
-		ops[w] = setup(fmt.Sprintf("bench:%s:%d", b.Name(), w))
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, c)
-	b.ResetTimer()
-	for w := range c {
-		n := b.N / c
-		if w < b.N%c {
-			n++
+// interleave runs b.N rounds. In each round every library, in a fresh
+// random order, takes one turn: workers goroutines each make perTurn calls
+// on their own key, and the turn is timed from its start to the end of its
+// last call. At one worker the call is made from the benchmark goroutine
+// itself. Taking turns call by call, or a few milliseconds at a time, puts
+// the libraries side by side under the same machine state: on a shared VM
+// a round trip takes 15–20 µs or 100–160 µs depending on whether a process
+// has to be woken, and that state lasts longer than a call but changes
+// within a second, so libraries timed one after the other measured it more
+// than themselves. setup returns the call for one library and key; it runs
+// before the timer starts. Reports "<library>-ops/s" for each library,
+// and no ns/op (a round holds every library's turn).
+func interleave(b *testing.B, workers, perTurn int, libs []lib, setup func(l lib, key string) func() error) {
+	calls := make([][]func() error, len(libs))
+	for i, l := range libs {
+		for w := range workers {
+			calls[i] = append(calls[i], setup(l, fmt.Sprintf("bench:%s:%s:%d", b.Name(), l.name, w)))
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range n {
-				if err := ops[w](); err != nil {
-					errs <- err
-					return
+	}
+	spent := make([]time.Duration, len(libs))
+	errs := make([]error, workers)
+	b.ResetTimer()
+	for range b.N {
+		for _, i := range rand.Perm(len(libs)) {
+			start := time.Now()
+			if workers == 1 {
+				errs[0] = calls[i][0]()
+			} else {
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Go(func() {
+						for range perTurn {
+							if errs[w] = calls[i][w](); errs[w] != nil {
+								return
+							}
+						}
+					})
 				}
+				wg.Wait()
 			}
-		}()
+			spent[i] += time.Since(start)
+			if err := errors.Join(errs...); err != nil {
+				b.Fatalf("%s: %v", libs[i].name, err)
+			}
+		}
 	}
-	wg.Wait()
 	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
+	for i, l := range libs {
+		b.ReportMetric(float64(b.N*workers*perTurn)/spent[i].Seconds(), l.name+"-ops/s")
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkAcquireRelease: one acquire and one owner-checked release per op
-// (lockcore's acquire also INCRs the fence counter).
+// BenchmarkAcquireRelease: one acquire and one owner-checked release per
+// call (lockcore's acquire also INCRs the fence counter).
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
-	for _, c := range concurrencies {
-		for _, l := range libs(client(b)) {
-			b.Run(fmt.Sprintf("c=%d/lib=%s", c, l.name), func(b *testing.B) {
-				parallel(b, c, func(key string) func() error {
-					return func() error {
-						h, err := l.acquire(ctx, key)
-						if err != nil {
-							return err
-						}
-						return h.release(ctx)
+	libs := libs(client(b))
+	for _, ld := range loads {
+		b.Run(fmt.Sprintf("c=%d", ld.workers), func(b *testing.B) {
+			interleave(b, ld.workers, ld.perTurn, libs, func(l lib, key string) func() error {
+				return func() error {
+					h, err := l.acquire(ctx, key)
+					if err != nil {
+						return err
 					}
-				})
+					return h.release(ctx)
+				}
 			})
-		}
+		})
 	}
 }
 
-// BenchmarkRenew: one owner-checked TTL reset per op on a held lock.
+// BenchmarkRenew: one owner-checked TTL reset per call on a held lock.
 func BenchmarkRenew(b *testing.B) {
 	ctx := context.Background()
-	for _, c := range concurrencies {
-		for _, l := range libs(client(b)) {
-			b.Run(fmt.Sprintf("c=%d/lib=%s", c, l.name), func(b *testing.B) {
-				var hs []held
-				parallel(b, c, func(key string) func() error {
-					h, err := l.acquire(ctx, key)
-					if err != nil {
-						b.Fatal(err)
-					}
-					hs = append(hs, h)
-					return func() error { return h.renew(ctx) }
-				})
-				for _, h := range hs {
-					if err := h.release(ctx); err != nil {
-						b.Fatal(err)
-					}
+	libs := libs(client(b))
+	for _, ld := range loads {
+		b.Run(fmt.Sprintf("c=%d", ld.workers), func(b *testing.B) {
+			var hs []held
+			interleave(b, ld.workers, ld.perTurn, libs, func(l lib, key string) func() error {
+				h, err := l.acquire(ctx, key)
+				if err != nil {
+					b.Fatal(err)
 				}
+				hs = append(hs, h)
+				return func() error { return h.renew(ctx) }
 			})
-		}
+			for _, h := range hs {
+				if err := h.release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

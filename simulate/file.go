@@ -145,16 +145,9 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 	return fe
 }
 
-func isDurationField(path []string) bool {
-	if len(path) == 0 {
-		return false
-	}
-	switch path[len(path)-1] {
-	case "at", "for", "by", "wait", "lease", "budget", "renew_every", "lease_cap", "renew_bound", "replication_lag":
-		return true
-	}
-	return false
-}
+// isDurationField tells whether the schema makes the value at path a
+// duration ($defs/duration).
+func isDurationField(path yamlschema.Path) bool { return fileSchema.Def(path) == "duration" }
 
 // decode builds the Scenario from a schema-valid document, checking what
 // the schema cannot.

@@ -509,6 +509,29 @@ func valueAt(v any, p Path) any {
 // Properties lists, sorted, the field names the schema accepts in the
 // mapping at p (following properties, items and local $refs).
 func (s *Schema) Properties(p Path) []string {
+	props, _ := s.deref(s.node(p))["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Def names the "$defs" entry the schema refers the value at p to:
+// "duration" for {"$ref": "#/$defs/duration"}; "" when it refers to none.
+func (s *Schema) Def(p Path) string {
+	ref, _ := s.node(p)["$ref"].(string)
+	name, ok := strings.CutPrefix(ref, "#/$defs/")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// node returns the schema for the value at p, its own $ref not followed
+// (nil when the schema has none there).
+func (s *Schema) node(p Path) map[string]any {
 	node := s.doc()
 	for _, tok := range p {
 		node = s.deref(node)
@@ -522,13 +545,7 @@ func (s *Schema) Properties(p Path) []string {
 			return nil
 		}
 	}
-	props, _ := s.deref(node)["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for n := range props {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return node
 }
 
 // deref follows a local "$ref": "#/$defs/name".

@@ -122,6 +122,14 @@ func TestLineAndNode(t *testing.T) {
 	if got := schema.Properties(Path{"items", "0"}); strings.Join(got, ",") != "at,n" {
 		t.Errorf("Properties(items[0]) = %v", got)
 	}
+	for _, tc := range []struct {
+		path Path
+		def  string
+	}{{Path{"items", "1"}, "item"}, {Path{"items"}, ""}, {Path{"items", "0", "at"}, ""}, {Path{"nope", "0"}, ""}, {nil, ""}} {
+		if got := schema.Def(tc.path); got != tc.def {
+			t.Errorf("Def(%v) = %q, want %q", tc.path, got, tc.def)
+		}
+	}
 	if got := doc.Name(Path{"items", "0", "at"}); got != "items[0].at" {
 		t.Errorf("Name = %q", got)
 	}

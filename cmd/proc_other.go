@@ -12,3 +12,6 @@ func childProcAttr() *syscall.SysProcAttr { return nil }
 
 // signalGroup can only kill the child where there are no POSIX signals.
 func signalGroup(p *os.Process, _ syscall.Signal) error { return p.Kill() }
+
+// continueGroup has nothing to continue where nothing is stopped.
+func continueGroup(*os.Process) error { return nil }

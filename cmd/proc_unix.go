@@ -12,3 +12,6 @@ import (
 func signalGroup(p *os.Process, sig syscall.Signal) error {
 	return syscall.Kill(-p.Pid, sig)
 }
+
+// continueGroup continues the child's whole process group (SIGCONT).
+func continueGroup(p *os.Process) error { return signalGroup(p, syscall.SIGCONT) }

@@ -470,7 +470,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 				// as a shell's kill does for a stopped job, while the lease
 				// can still be proven.
 				if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
-					_ = signalGroup(child.Process, syscall.SIGCONT)
+					_ = continueGroup(child.Process)
 				}
 			}
 			if !stopped {

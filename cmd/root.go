@@ -44,10 +44,32 @@ type signalContext struct {
 
 func (c *signalContext) install() context.Context {
 	c.once.Do(func() {
-		c.notified, c.cancel = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		if sigs := notIgnored(os.Interrupt, syscall.SIGTERM); len(sigs) > 0 {
+			c.notified, c.cancel = signal.NotifyContext(context.Background(), sigs...)
+		} else { // Notify with no signals would take every signal
+			c.notified, c.cancel = context.WithCancel(context.Background())
+		}
 		c.installed.Store(true)
 	})
 	return c.notified
+}
+
+// notIgnored returns the signals of sigs that lockctl did not start with
+// ignored. An ignored one stays ignored, for lockctl and for a child that
+// run starts, as it would without lockctl: Notify would undo that. nohup
+// ignores SIGHUP; sh ignores SIGINT and SIGQUIT in a script's background
+// jobs (POSIX, "Shell Command Language", 2.11 Signals and Error Handling).
+// Go keeps only SIGHUP and SIGINT ignored if inherited so; for other
+// signals its runtime has installed a handler before main, and they never
+// show as ignored here.
+func notIgnored(sigs ...os.Signal) []os.Signal {
+	var out []os.Signal
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func (c *signalContext) Done() <-chan struct{} { return c.install().Done() }

@@ -99,9 +99,10 @@ the child's process group gets SIGTERM, then SIGKILL after --grace. When
 renewals fail, SIGTERM comes cancel margin + grace before the lease could
 end, so the SIGKILL lands before another holder could take over; a grace
 that does not fit the lease is lowered (and said so). SIGINT, SIGTERM,
-SIGQUIT and SIGHUP (unless ignored, as under nohup) sent to lockctl are
-forwarded to the child, with a SIGCONT should it be stopped; lockctl waits
-for it.
+SIGQUIT and SIGHUP sent to lockctl are forwarded to the child, with a
+SIGCONT should it be stopped; lockctl waits for it. One lockctl started with
+ignored stays ignored (SIGHUP under nohup, SIGINT and SIGQUIT in a script's
+background job).
 
 On a terminal (Linux), the child's process group gets the terminal: it can
 read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to
@@ -395,9 +396,15 @@ func pttlText(d time.Duration) string {
 // the child when the Keeper cancels, and releases the lock when it exits.
 func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
 	job := newJobControl(opts.IO.In)
-	forward := []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT}
-	if !signal.Ignored(syscall.SIGHUP) { // under nohup it stays ignored: Notify would undo that
-		forward = append(forward, syscall.SIGHUP)
+	forward := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGQUIT goes with SIGINT: sh ignores both in a script's background
+	// jobs, but Go installs its own SIGQUIT handler (a goroutine dump)
+	// whatever lockctl started with, so signal.Ignored cannot tell. Ignored
+	// here, it is ignored by the child too.
+	if signal.Ignored(syscall.SIGINT) {
+		signal.Ignore(syscall.SIGQUIT)
+	} else {
+		forward = append(forward, syscall.SIGQUIT)
 	}
 	// Room for a burst: signal.Notify drops what does not fit, and a lost
 	// SIGCHLD would leave a stopped child unnoticed (nothing drains the

@@ -405,23 +405,30 @@ func signalName(s syscall.Signal) string {
 	return "HUP"
 }
 
-// Under nohup (SIGHUP ignored) lockctl and the child go on ignoring it:
-// signal.Notify would have re-enabled it, and the child, started after,
-// would have died of it.
-func TestRunNohup(t *testing.T) {
+// What lockctl started with ignored stays ignored, for lockctl and the
+// child: SIGHUP under nohup, SIGINT and SIGQUIT in a script's background job
+// (sh ignores them there). signal.Notify would have re-enabled them, and the
+// child, started after, would have died of them.
+func TestRunKeepsIgnoredSignals(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
 	script := `trap 'echo TERM > "$2"; exit 42' TERM; echo $$ > "$1"; while :; do sleep 0.01; done`
-	p := startProc(t, srv.URL(), exec.Command("sh", "-c", `trap '' HUP; exec lockctl "$@"`, "sh",
+	p := startProc(t, srv.URL(), exec.Command("sh", "-c", `trap '' HUP INT QUIT; exec lockctl "$@"`, "sh",
 		"run", "order-demo-001", "--budget", "20s", "--", "sh", "-c", script, "sh", pidFile, got))
 	pid := readPID(t, pidFile)
-	if err := p.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
+	// Bits 0, 1 and 2 of SigIgn are SIGHUP, SIGINT and SIGQUIT.
+	if ign := ignoredSignals(t, pid); ign&0x7 != 0x7 {
+		t.Errorf("the child ignores %#x; want SIGHUP, SIGINT and SIGQUIT (0x7) among them", ign)
+	}
+	for _, s := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT} {
+		if err := p.Process.Signal(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(300 * time.Millisecond)
 	if !alive(pid) || !alive(p.Process.Pid) {
-		t.Fatalf("SIGHUP under nohup ended the run: %s", p.stderr.String())
+		t.Fatalf("an ignored signal ended the run: %s", p.stderr.String())
 	}
 	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -429,6 +436,26 @@ func TestRunNohup(t *testing.T) {
 	if code := p.exit(t); code != 42 {
 		t.Errorf("exit %d, want the child's 42: %s", code, p.stderr.String())
 	}
+}
+
+// ignoredSignals is the SigIgn mask of pid in /proc/PID/status.
+func ignoredSignals(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if hex, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	return 0
 }
 
 // A signal forwarded to a stopped child (stopped by someone else, without a

@@ -273,6 +273,31 @@ func TestRunCtrlZWithoutJobControl(t *testing.T) {
 	p.wantExit(t, 0)
 }
 
+// A shell that is PID 1 (docker run -it image sh) runs lockctl as a job:
+// lockctl's parent is PID 1, the shell that can continue it, so Ctrl-Z
+// stops the job. A walk up lockctl's ancestors that stopped before PID 1
+// took lockctl for the leader of its session and ignored Ctrl-Z. As in
+// docker, jobshell is PID 1 of a new PID namespace (unshare; --kill-child:
+// it ends with unshare) and leads a session of its own, with the terminal
+// as its controlling terminal (setsid -c, which takes it over: root).
+func TestRunCtrlZUnderPID1(t *testing.T) {
+	ns := []string{"--pid", "--fork", "--mount-proc", "--kill-child"}
+	if out, err := exec.Command("unshare", append(ns, "true")...).CombinedOutput(); err != nil {
+		t.Skipf("no PID namespace here (unshare --pid needs root or user namespaces): %v: %s", err, out)
+	}
+	srv := redistest.Start(t)
+	dir := t.TempDir()
+	p := startProgOnTTY(t, testEnv(srv.URL()), "unshare", append(ns, "setsid", "-c", "jobshell", "lockctl", "run", "order-demo-001", "--budget", "30s",
+		"--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))...)
+	p.waitOutput(t, "ready")
+	p.typ(t, "\x1a")
+	p.waitOutput(t, "[jobshell: stopped]")
+	p.typ(t, "fg\n")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	p.waitOutput(t, "[jobshell: exit 0]")
+}
+
 // In a pipeline the terminal stays with the job, where a pager reads it,
 // until the child reads it.
 func TestRunPipeline(t *testing.T) {

@@ -19,9 +19,16 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// watchdogArg is the first argument of the watchdog that run starts
+// (startWatchdog): a second lockctl process, not a command.
+const watchdogArg = "__lockctl-watchdog"
+
 // Execute runs lockctl with args on the given streams and returns the exit
 // code (README.md, "Exit codes"). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
+	if len(args) == 2 && args[0] == watchdogArg {
+		return runWatchdog(args[1])
+	}
 	ctx := &signalContext{Context: context.Background()}
 	defer ctx.stop()
 	f := &Factory{IO: io}

@@ -102,7 +102,8 @@ that does not fit the lease is lowered (and said so). SIGINT, SIGTERM,
 SIGQUIT and SIGHUP sent to lockctl are forwarded to the child, with a
 SIGCONT should it be stopped; lockctl waits for it. One lockctl started with
 ignored stays ignored (SIGHUP under nohup, SIGINT and SIGQUIT in a script's
-background job).
+background job). Should lockctl die (SIGKILL), a watchdog process it
+starts with the child kills the child's process group.
 
 On a terminal (Linux), the child's process group gets the terminal: it can
 read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to
@@ -439,6 +440,11 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}
 	job.started()
+	watchdogDone, err := startWatchdog(child.Process.Pid)
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
+		watchdogDone = func() {}
+	}
 
 	// budgetEnded says whether the budget or the renewal bound has ended, as
 	// the Keeper measures them (from the first acquire; it moves
@@ -534,6 +540,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	// Whatever is left in the child's process group would run without the
 	// lock: stop it before releasing.
 	_ = signalGroup(child.Process, syscall.SIGKILL)
+	watchdogDone()
 	job.takeTerminal(child.Process)
 
 	relErr := release()

@@ -458,6 +458,58 @@ func ignoredSignals(t *testing.T, pid int) uint64 {
 	return 0
 }
 
+// Killed with SIGKILL, lockctl runs no more code: its watchdog SIGKILLs the
+// child's process group, so what the child started (a sleep under sh) does
+// not run on without the lock. PR_SET_PDEATHSIG alone ended sh only.
+func TestRunKilledTakesTheGroupAlong(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",
+		"--", "sh", "-c", `sleep 60 & echo $! > "$1"; wait`, "sh", pidFile)
+	grandchild := readPID(t, pidFile)
+	if err := p.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Wait()
+	for deadline := time.Now().Add(5 * time.Second); alive(grandchild); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(grandchild, syscall.SIGKILL)
+			t.Fatal("what the command started ran on after lockctl was killed")
+		}
+	}
+}
+
+// After a run that ends normally, its watchdog ends too.
+func TestRunWatchdogEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",
+		"--", "sh", "-c", `echo $$ > "$1"; sleep 0.3`, "sh", pidFile)
+	want := "__lockctl-watchdog\x00" + strconv.Itoa(readPID(t, pidFile)) + "\x00"
+	watchdogs := func() (n int) {
+		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range cmdlines {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), want) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(5 * time.Second); watchdogs() != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watchdogs while the command runs, want 1", watchdogs())
+		}
+	}
+	if code := p.exit(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.stderr.String())
+	}
+	for deadline := time.Now().Add(5 * time.Second); watchdogs() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog outlived the run")
+		}
+	}
+}
+
 // A signal forwarded to a stopped child (stopped by someone else, without a
 // terminal) comes with a SIGCONT, as a shell's kill sends to a stopped job:
 // otherwise it stays pending until the budget ends.

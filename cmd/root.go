@@ -26,8 +26,8 @@ const watchdogArg = "__lockctl-watchdog"
 // Execute runs lockctl with args on the given streams and returns the exit
 // code (README.md, "Exit codes"). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
-	if len(args) == 2 && args[0] == watchdogArg {
-		return runWatchdog(args[1])
+	if len(args) == 1 && args[0] == watchdogArg {
+		return runWatchdog()
 	}
 	ctx := &signalContext{Context: context.Background()}
 	defer ctx.stop()

@@ -435,16 +435,19 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	)
 	child.SysProcAttr = job.procAttr()
 	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
+	// The watchdog first: started after the child, it left a window (about
+	// 9ms) in which a SIGKILL to lockctl left what the child started running.
+	wd, err := startWatchdog(job.start)
+	if err != nil {
+		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
+	}
 	if err := job.start(child); err != nil {
+		wd.done()
 		_ = release()
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}
+	wd.watch(child.Process.Pid)
 	job.started()
-	watchdogDone, err := startWatchdog(child.Process.Pid)
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
-		watchdogDone = func() {}
-	}
 
 	// budgetEnded says whether the budget or the renewal bound has ended, as
 	// the Keeper measures them (from the first acquire; it moves
@@ -540,7 +543,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	// Whatever is left in the child's process group would run without the
 	// lock: stop it before releasing.
 	_ = signalGroup(child.Process, syscall.SIGKILL)
-	watchdogDone()
+	wd.done()
 	job.takeTerminal(child.Process)
 
 	relErr := release()

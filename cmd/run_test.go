@@ -479,35 +479,54 @@ func TestRunKilledTakesTheGroupAlong(t *testing.T) {
 	}
 }
 
-// After a run that ends normally, its watchdog ends too.
+// After a run that ends normally its watchdog ends too, reaped by lockctl:
+// left to a parent that does not reap (PID 1 in a container), it stayed a
+// zombie.
 func TestRunWatchdogEnds(t *testing.T) {
 	srv := redistest.Start(t)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",
-		"--", "sh", "-c", `echo $$ > "$1"; sleep 0.3`, "sh", pidFile)
-	want := "__lockctl-watchdog\x00" + strconv.Itoa(readPID(t, pidFile)) + "\x00"
-	watchdogs := func() (n int) {
-		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, f := range cmdlines {
-			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), want) {
-				n++
-			}
-		}
-		return n
-	}
-	for deadline := time.Now().Add(5 * time.Second); watchdogs() != 1; time.Sleep(10 * time.Millisecond) {
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sleep", "0.3")
+	var wd int
+	for deadline := time.Now().Add(5 * time.Second); wd == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d watchdogs while the command runs, want 1", watchdogs())
+			t.Fatal("no watchdog while the command runs")
 		}
+		wd = watchdogOf(p.Process.Pid)
 	}
 	if code := p.exit(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, p.stderr.String())
 	}
-	for deadline := time.Now().Add(5 * time.Second); watchdogs() > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the watchdog outlived the run")
+	if _, err := os.Stat("/proc/" + strconv.Itoa(wd)); err == nil {
+		t.Error("the watchdog is still there (running, or a zombie) after lockctl exited")
+	}
+}
+
+// watchdogOf is the pid of lockctl's watchdog, 0 when it has none.
+func watchdogOf(lockctl int) int {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), "\x00__lockctl-watchdog\x00") {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if ppid, err := parentPID(pid); err == nil && ppid == lockctl {
+			return pid
 		}
 	}
+	return 0
+}
+
+// parentPID reads pid's parent from /proc/PID/stat.
+func parentPID(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: unexpected format")
+	}
+	return strconv.Atoi(f[1])
 }
 
 // A signal forwarded to a stopped child (stopped by someone else, without a

@@ -2,8 +2,16 @@
 
 package cmd
 
-// startWatchdog starts nothing where there are no process groups to kill
-// (a Windows job object would be the way there).
-func startWatchdog(int) (func(), error) { return func() {}, nil }
+import "os/exec"
 
-func runWatchdog(string) int { return ExitUsage }
+// watchdog has no process group to watch where there are none (a Windows
+// job object would be the way there): startWatchdog starts none, and the
+// nil *watchdog does nothing.
+type watchdog struct{}
+
+func startWatchdog(func(*exec.Cmd) error) (*watchdog, error) { return nil, nil }
+
+func (*watchdog) watch(int) {}
+func (*watchdog) done()     {}
+
+func runWatchdog() int { return ExitUsage }

@@ -56,6 +56,15 @@ func newJobControl(in io.Reader) *jobControl {
 		return j
 	}
 	if !term.IsTerminal(int(f.Fd())) {
+		// A background job of a shell without job control (sh -c 'lockctl
+		// run ... &') starts with SIGINT ignored and stdin from /dev/null
+		// (POSIX, 2.9.3 Asynchronous Lists, 2.11 Signals). Its group is
+		// the shell's, the terminal's foreground one: through /dev/tty the
+		// child took the terminal from the shell, which stopped on its
+		// next read, and Ctrl-C no longer reached the shell.
+		if signal.Ignored(syscall.SIGINT) {
+			return j
+		}
 		if f, ok = controllingTerminal(); !ok {
 			return j
 		}

@@ -167,6 +167,20 @@ func TestRunChildReadsTheTerminalStdinRedirected(t *testing.T) {
 	p.wantExit(t, 0)
 }
 
+// A background job of a script (sh without job control: SIGINT ignored,
+// stdin from /dev/null) leaves the terminal to the script, as any
+// background job there does: the child took it through /dev/tty, and the
+// script's read failed.
+func TestRunInScriptBackgroundLeavesTheTerminal(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 10s -- sleep 1 & echo started; read x; echo "sh got $x"; wait`)
+	p.waitOutput(t, "started")
+	time.Sleep(300 * time.Millisecond) // lockctl has started the child
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "sh got hello")
+	p.wantExit(t, 0)
+}
+
 func (p *ttyProc) typ(t *testing.T, s string) {
 	t.Helper()
 	if _, err := io.WriteString(p.tty, s); err != nil {

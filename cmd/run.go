@@ -331,6 +331,12 @@ func runPlanRows(p RunPlan) ([]string, [][]string) {
 }
 
 func runRun(ctx context.Context, opts *RunOptions) error {
+	// A message to a closed stderr (lockctl run ... 2>&1 | head -c 1) must
+	// not end lockctl by SIGPIPE with the lock held and the child running:
+	// notified (never read), SIGPIPE makes the write fail instead. Not
+	// ignored, which the child would inherit; kept until lockctl exits,
+	// past the last message, which Execute prints.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if opts.DryRun {
 		p := opts.plan()
 		return opts.Printer.Print(p, func(t *TableView) {

@@ -529,6 +529,30 @@ func parentPID(pid int) (int, error) {
 	return strconv.Atoi(f[1])
 }
 
+// A closed stderr does not end lockctl by SIGPIPE at its first message once
+// it holds the lock (here: the budget is reached): it stops the child,
+// releases the lock and exits 124.
+func TestRunClosedStderr(t *testing.T) {
+	srv := redistest.Start(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	c := exec.Command("lockctl", "run", "order-demo-001", "--budget", "1s", "--grace", "100ms", "--", "sleep", "10")
+	home := t.TempDir()
+	c.Env = append(os.Environ(), "LOCKCTL_REDIS_URL="+srv.URL(), "HOME="+home, "XDG_CONFIG_HOME="+home)
+	c.Stderr = w
+	err = c.Run()
+	if code := c.ProcessState.ExitCode(); code != cmd.ExitBudget {
+		t.Errorf("exit %d (%v), want %d", code, err, cmd.ExitBudget)
+	}
+	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+		t.Error("lock not released")
+	}
+}
+
 // A signal forwarded to a stopped child (stopped by someone else, without a
 // terminal) comes with a SIGCONT, as a shell's kill sends to a stopped job:
 // otherwise it stays pending until the budget ends.

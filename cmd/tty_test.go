@@ -181,6 +181,16 @@ func TestRunInScriptBackgroundLeavesTheTerminal(t *testing.T) {
 	p.wantExit(t, 0)
 }
 
+// fgReadsHello types fg at a stopped job, then a line the child reads
+// ("got hello"), and waits for the job's exit 0.
+func (p *ttyProc) fgReadsHello(t *testing.T) {
+	t.Helper()
+	p.typ(t, "fg\n")
+	p.typ(t, "hello\n")
+	p.waitOutput(t, "got hello")
+	p.waitOutput(t, "[jobshell: exit 0]")
+}
+
 func (p *ttyProc) typ(t *testing.T, s string) {
 	t.Helper()
 	if _, err := io.WriteString(p.tty, s); err != nil {
@@ -205,10 +215,7 @@ func TestRunCtrlZ(t *testing.T) {
 	if s := processState(child); s != 'T' {
 		t.Fatalf("lockctl stopped, the child is in state %q", s)
 	}
-	p.typ(t, "fg\n")
-	p.typ(t, "hello\n")
-	p.waitOutput(t, "got hello")
-	p.waitOutput(t, "[jobshell: exit 0]")
+	p.fgReadsHello(t)
 	p.typ(t, "after\n")
 	p.waitOutput(t, `[jobshell: read "after"]`)
 	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
@@ -258,10 +265,7 @@ func TestRunBgThenFg(t *testing.T) {
 	p.waitOutput(t, "[jobshell: stopped]")
 	p.typ(t, "bg\n")
 	waitState(t, child, 'S') // continued in the background (sleep 1)
-	p.typ(t, "fg\n")
-	p.typ(t, "hello\n")
-	p.waitOutput(t, "got hello")
-	p.waitOutput(t, "[jobshell: exit 0]")
+	p.fgReadsHello(t)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := strings.Count(p.out.String(), "[jobshell: stopped]"); n != 1 {
@@ -306,10 +310,7 @@ func TestRunCtrlZUnderPID1(t *testing.T) {
 	p.waitOutput(t, "ready")
 	p.typ(t, "\x1a")
 	p.waitOutput(t, "[jobshell: stopped]")
-	p.typ(t, "fg\n")
-	p.typ(t, "hello\n")
-	p.waitOutput(t, "got hello")
-	p.waitOutput(t, "[jobshell: exit 0]")
+	p.fgReadsHello(t)
 }
 
 // In a pipeline the terminal stays with the job, where a pager reads it,
@@ -450,10 +451,7 @@ func TestRunInBackgroundChildReads(t *testing.T) {
 		"--", "sh", "-c", `echo ready; read x; echo "got $x"`)
 	p.waitOutput(t, "ready")
 	p.waitOutput(t, "[jobshell: stopped]")
-	p.typ(t, "fg\n")
-	p.typ(t, "hello\n")
-	p.waitOutput(t, "got hello")
-	p.waitOutput(t, "[jobshell: exit 0]")
+	p.fgReadsHello(t)
 }
 
 // Started in the background under stty tostop, lockctl's first message

@@ -521,12 +521,17 @@ func (s *Schema) Properties(p Path) []string {
 // Def names the "$defs" entry the schema refers the value at p to:
 // "duration" for {"$ref": "#/$defs/duration"}; "" when it refers to none.
 func (s *Schema) Def(p Path) string {
-	ref, _ := s.node(p)["$ref"].(string)
-	name, ok := strings.CutPrefix(ref, "#/$defs/")
-	if !ok {
-		return ""
+	if name, ok := defName(s.node(p)); ok {
+		return name
 	}
-	return name
+	return ""
+}
+
+// defName reads a schema node's local "$ref": "#/$defs/name"; ok is false
+// when it has none.
+func defName(node map[string]any) (name string, ok bool) {
+	ref, _ := node["$ref"].(string)
+	return strings.CutPrefix(ref, "#/$defs/")
 }
 
 // node returns the schema for the value at p, its own $ref not followed
@@ -550,8 +555,7 @@ func (s *Schema) node(p Path) map[string]any {
 
 // deref follows a local "$ref": "#/$defs/name".
 func (s *Schema) deref(node map[string]any) map[string]any {
-	ref, _ := node["$ref"].(string)
-	name, ok := strings.CutPrefix(ref, "#/$defs/")
+	name, ok := defName(node)
 	if !ok {
 		return node
 	}

@@ -90,26 +90,30 @@ func waitFile(t *testing.T, path string) string {
 // alive reports whether pid runs: it exists and is not a zombie (an orphan
 // killed here may wait for a reaper that never comes in a container).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return syscall.Kill(pid, 0) == nil
 	}
-	// pid (comm) state ...: the state follows the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	return len(f) == 0 || f[0] != "Z"
 }
 
 // processState is the state letter of pid in /proc ('T': stopped).
 func processState(pid int) byte {
+	f, err := statFields(pid)
+	if err != nil || len(f) == 0 {
+		return 0
+	}
+	return f[0][0]
+}
+
+// statFields are the fields of /proc/PID/stat after "pid (comm)": state,
+// ppid, pgrp, ... (comm may hold spaces and parentheses).
+func statFields(pid int) ([]string, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return nil, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
+	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
 }
 
 func waitState(t *testing.T, pid int, state byte) {
@@ -518,11 +522,10 @@ func watchdogOf(lockctl int) int {
 
 // parentPID reads pid's parent from /proc/PID/stat.
 func parentPID(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 	if len(f) < 2 {
 		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: unexpected format")
 	}

@@ -331,12 +331,6 @@ func runPlanRows(p RunPlan) ([]string, [][]string) {
 }
 
 func runRun(ctx context.Context, opts *RunOptions) error {
-	// A message to a closed stderr (lockctl run ... 2>&1 | head -c 1) must
-	// not end lockctl by SIGPIPE with the lock held and the child running:
-	// notified (never read), SIGPIPE makes the write fail instead. Not
-	// ignored, which the child would inherit; kept until lockctl exits,
-	// past the last message, which Execute prints.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	if opts.DryRun {
 		p := opts.plan()
 		return opts.Printer.Print(p, func(t *TableView) {
@@ -349,6 +343,13 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			}
 		})
 	}
+	// A message to a closed stderr (lockctl run ... 2>&1 | head -c 1) must
+	// not end lockctl by SIGPIPE with the lock held and the child running:
+	// notified (never read), SIGPIPE makes the write fail instead. Not
+	// ignored, which the child would inherit; kept until lockctl exits,
+	// past the last message, which Execute prints. A dry run holds nothing:
+	// it dies of SIGPIPE as any other command.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	path, err := exec.LookPath(opts.Command[0])
 	if err != nil {
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], errors.Unwrap(err))}

@@ -257,11 +257,11 @@ func (j *jobControl) startFailed() {
 	_ = unix.IoctlSetPointerInt(j.tty, unix.TIOCSPGRP, unix.Getpgrp())
 }
 
-// continueStopped continues a stopped child of lockctl (it has one at
-// most: the child being started) that has not exec'd yet, still running
-// self (lockctl's executable), and consumes that stop; a stop after the
-// exec is a real one (a Ctrl-Z) and is left alone. Exits are never
-// consumed.
+// continueStopped continues a stopped child of lockctl (the one being
+// started, or the watchdog, which runs self too and is never stopped on
+// purpose) that still runs self (lockctl's executable): one stopped
+// before its exec. It consumes that stop; a stop after the exec is a real
+// one (a Ctrl-Z) and is left alone. Exits are never consumed.
 func continueStopped(self string) {
 	for {
 		var info unix.Siginfo

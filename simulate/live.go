@@ -378,6 +378,9 @@ func (r *liveRun) program(a *liveActor) error {
 		if late := time.Since(due); late > 0 {
 			shift += late
 		}
+		if !inFlight {
+			r.thaw(a, false)
+		}
 		began := time.Now()
 		if err := r.step(a, st, inFlight); err != nil {
 			return err
@@ -508,12 +511,13 @@ func (r *liveRun) busy(a *liveActor, d time.Duration) {
 			if !r.sleepUntil(until) {
 				return
 			}
+			r.thaw(a, false)
 			continue
 		}
 		r.mu.Lock()
-		ctx, crashed := a.workCtx, a.crashed
+		ctx, crashed, cancelled := a.workCtx, a.crashed, a.cancelled
 		r.mu.Unlock()
-		if crashed {
+		if crashed || cancelled {
 			return
 		}
 		chunk := min(remaining, time.Millisecond)
@@ -870,9 +874,17 @@ func (r *liveRun) endSectionLocked(a *liveActor, t time.Time) {
 	a.sections = append(a.sections, liveSection{start: a.secStart, end: t, grant: a.grant})
 }
 
-// thaw restarts the renewer a pause stopped: at the wake-up, or, when a
-// step was in flight, right after that step (so the write that was already
-// past its checks reaches the store before the lease is found lost).
+// thaw ends a pause for a: at the wake-up, by whichever of the wake-up
+// timer, the work and the next step runs first (so no work goes on before
+// it), or, when a step was in flight, right after that step (so the write
+// that was already past its checks reaches the store before the lease is
+// found lost). The model does all of that at the wake-up instant, so here the
+// pause counts until thaw runs: a starved goroutine or the in-flight step's
+// round trip is not work after the lease. Then it restarts the renewer the
+// pause stopped or, with cancel-on-loss and the lease run out, cancels the
+// work at once, as the model does; a restarted renewer would cancel it too,
+// but only after a goroutine hand-off that a loaded machine can stretch past
+// LiveTolerance.
 func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 	r.mu.Lock()
 	if !byProgram && a.inFlight {
@@ -880,10 +892,18 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 		return
 	}
 	a.inFlight = false
+	if a.frozen {
+		last := &a.pauses[len(a.pauses)-1]
+		last[1] = maxTime(last[1], time.Now())
+	}
 	restart := a.frozen && a.inSection && !a.crashed && a.lock != nil
 	a.frozen = false
 	r.mu.Unlock()
-	if restart {
+	switch {
+	case !restart:
+	case r.sc.Guards.CancelOnLoss && !time.Now().Before(a.lock.ValidUntil()):
+		r.cancel(a, lockcore.ErrLeaseLost)
+	default:
 		r.startRenewer(a)
 	}
 }

@@ -887,9 +887,9 @@ func (r *liveRun) endSectionLocked(a *liveActor, t time.Time) {
 // LiveTolerance.
 func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 	r.mu.Lock()
-	if !byProgram && a.inFlight {
+	if (!byProgram && a.inFlight) || time.Now().Before(a.pausedUntil) {
 		r.mu.Unlock()
-		return
+		return // the step in flight thaws; or a later pause is not over
 	}
 	a.inFlight = false
 	if a.frozen {
@@ -927,25 +927,48 @@ func (r *liveRun) faults(steps []Step, byName map[string]*liveActor) {
 func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 	switch st.Do {
 	case ActPause:
+		r.mu.Lock()
+		crashed := a.crashed
+		r.mu.Unlock()
+		if crashed {
+			return
+		}
 		r.stopRenewer(a) // a frozen process renews nothing
 		r.mu.Lock()
-		a.frozen = a.inSection && a.lock != nil
 		now := time.Now()
-		a.pauseStart, a.pausedUntil = now, now.Add(r.dur(st.ForMS))
-		a.pauses = append(a.pauses, [2]time.Time{now, a.pausedUntil})
+		// As in the model, a pause that comes during a pause adds to it;
+		// the wake-up already waiting waits for the new end.
+		nested := now.Before(a.pausedUntil)
+		if nested {
+			a.pausedUntil = a.pausedUntil.Add(r.dur(st.ForMS))
+			a.pauses[len(a.pauses)-1][1] = a.pausedUntil
+		} else {
+			a.frozen = a.inSection && a.lock != nil
+			a.pauseStart, a.pausedUntil = now, now.Add(r.dur(st.ForMS))
+			a.pauses = append(a.pauses, [2]time.Time{now, a.pausedUntil})
+		}
 		lock := a.lock
 		r.mu.Unlock()
-		if lock != nil {
-			v, err := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+		if lock != nil && !nested {
+			client := partClient{UniversalClient: r.o.Client, r: r, a: a}
+			v, err := client.Get(r.ctx, r.keys.Lock).Result()
 			r.mu.Lock()
 			a.checkedOK = err == nil && v == lock.Value()
 			r.mu.Unlock()
 		}
 		r.event(a.name, "pause", true, 0, "process frozen for "+fmtMS(st.ForMS))
-		until := a.pausedUntil
+		if nested {
+			return
+		}
 		wakes.Go(func() {
-			if !r.sleepUntil(until) {
-				return
+			for {
+				p, until := r.paused(a)
+				if !p {
+					break
+				}
+				if !r.sleepUntil(until) {
+					return
+				}
 			}
 			r.event(a.name, "wake", true, 0, a.name+" resumes where it froze")
 			r.thaw(a, false)

@@ -69,6 +69,37 @@ func TestLiveAgreesWithModel(t *testing.T) {
 	}
 }
 
+// A pause during a pause adds to it live as in the model: the live run
+// finds the lease lost as the model does (it found the lock safe when the
+// second pause replaced the first).
+func TestLiveNestedPauses(t *testing.T) {
+	srv := redistest.Shared(t)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { _ = client.Close() })
+	data, err := os.ReadFile("testdata/nested-pauses.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ParseFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := Run(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model.Verdict != VerdictUnsafe || len(model.Violations) != 1 || model.Violations[0].Code != CodeLockLost {
+		t.Fatalf("model: %s %+v, want one %s", model.Verdict, model.Violations, CodeLockLost)
+	}
+	live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.Verdict != VerdictUnsafe || len(live.Violations) != 1 || live.Violations[0].Code != CodeLockLost {
+		t.Errorf("live: %s %+v, want one %s", live.Verdict, live.Violations, CodeLockLost)
+	}
+}
+
 func indexOf(name string) int {
 	for i, b := range Builtins() {
 		if b.Name == name {

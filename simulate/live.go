@@ -525,10 +525,19 @@ func (r *liveRun) busy(a *liveActor, d time.Duration) {
 		if r.sc.Guards.CancelOnLoss && ctx != nil {
 			done = ctx.Done()
 		}
+		began := time.Now()
 		t := time.NewTimer(chunk)
 		select {
 		case <-t.C:
-			remaining -= chunk
+			// What passed counts, not the chunk asked for (a timer fires
+			// late, by more under load), up to a pause that began meanwhile.
+			end := time.Now()
+			r.mu.Lock()
+			if a.pauseStart.After(began) {
+				end = minTime(end, a.pauseStart)
+			}
+			r.mu.Unlock()
+			remaining -= end.Sub(began)
 		case <-done:
 			t.Stop()
 			if context.Cause(ctx) == context.Canceled {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -351,6 +352,9 @@ func simulateLive(opts *SimulateOptions, model simulate.Result) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if ke := (*simulate.KeyExistsError)(nil); errors.As(err, &ke) {
+			return usageErrorf("prefix %q: %v; choose another --prefix", opts.Prefix, err)
 		}
 		return redisError(conn.URL, err)
 	}

@@ -38,6 +38,14 @@ type LiveOptions struct {
 	Prefix string
 }
 
+// KeyExistsError is RunLive's refusal to start when a key it would write
+// (the prefix followed by lock, fence, store or receiver) already exists.
+type KeyExistsError struct{ Key string }
+
+func (e *KeyExistsError) Error() string {
+	return fmt.Sprintf("key %q already exists, and a live run writes only keys it creates", e.Key)
+}
+
 // LiveResult is a live run: its verdict and violations (times in virtual ms)
 // and the timeline it observed.
 type LiveResult struct {
@@ -166,8 +174,9 @@ func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
 // compare-fence-then-write script) and a receiver hash. A pause stops the
 // process's renewer and worker; a partition fails its Redis calls; failover
 // and clock_jump are emulated (the lock key is deleted, or its TTL cut).
-// Every key is under the prefix and deleted at the end. It returns an error
-// when Redis fails for another reason than a partition.
+// It writes four keys under the prefix and deletes them at the end; it
+// returns a *KeyExistsError, writing nothing, when one of them exists, and
+// an error when Redis fails for another reason than a partition.
 func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error) {
 	sc.normalize()
 	p, err := sc.Policy.resolve()
@@ -185,6 +194,17 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 	r := &liveRun{sc: &sc, p: p, o: o, ctx: ctx,
 		keys:     lockcore.Keys{Lock: o.Prefix + "lock", Fence: o.Prefix + "fence"},
 		storeKey: o.Prefix + "store", recvKey: o.Prefix + "receiver"}
+	// The run writes these four keys and deletes them at the end, so none
+	// of them may hold anything of someone else's.
+	for _, k := range r.written() {
+		n, err := o.Client.Exists(ctx, k).Result()
+		if err != nil {
+			return LiveResult{}, err
+		}
+		if n > 0 {
+			return LiveResult{}, &KeyExistsError{Key: k}
+		}
+	}
 	defer r.cleanup()
 	if start := sc.FenceStart; start > 1 {
 		if err := o.Client.Set(ctx, r.keys.Fence, start-1, 0).Err(); err != nil {
@@ -254,28 +274,17 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 	return r.result(), nil
 }
 
-// cleanup deletes every key under the prefix. A cluster client sends a
-// keyless SCAN to one random node, so there each primary is scanned.
+// written lists every key a live run writes.
+func (r *liveRun) written() []string {
+	return []string{r.keys.Lock, r.keys.Fence, r.storeKey, r.recvKey}
+}
+
+// cleanup deletes the keys the run wrote, and only those: one DEL each, so
+// they need not share a cluster slot.
 func (r *liveRun) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var mu sync.Mutex
-	var keys []string
-	scan := func(ctx context.Context, c redis.Cmdable) error {
-		iter := c.Scan(ctx, 0, r.o.Prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			mu.Lock()
-			keys = append(keys, iter.Val())
-			mu.Unlock()
-		}
-		return iter.Err()
-	}
-	if cc, ok := r.o.Client.(*redis.ClusterClient); ok {
-		_ = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
-	} else {
-		_ = scan(ctx, r.o.Client)
-	}
-	for _, k := range keys {
+	for _, k := range r.written() {
 		r.o.Client.Del(ctx, k)
 	}
 }

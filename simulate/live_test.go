@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -98,6 +99,42 @@ func TestLiveNestedPauses(t *testing.T) {
 	if live.Verdict != VerdictUnsafe || len(live.Violations) != 1 || live.Violations[0].Code != CodeLockLost {
 		t.Errorf("live: %s %+v, want one %s", live.Verdict, live.Violations, CodeLockLost)
 	}
+}
+
+// A live run refuses a prefix where a key it would write exists, writing
+// nothing, and at the end deletes its own keys only, not everything that
+// starts with the prefix.
+func TestLivePrefixKeys(t *testing.T) {
+	srv := redistest.Shared(t)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	prefix := "lockctl:sim:{" + t.Name() + "}:"
+	sc, err := Builtin("stale-writer", AllGuards(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Set(ctx, prefix+"store", "theirs", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: prefix})
+	var ke *KeyExistsError
+	if !errors.As(err, &ke) || ke.Key != prefix+"store" {
+		t.Fatalf("RunLive with %sstore set: %v, want a *KeyExistsError for it", prefix, err)
+	}
+	if keys, _ := client.Keys(ctx, prefix+"*").Result(); len(keys) != 1 {
+		t.Errorf("the refused run wrote: %v", keys)
+	}
+	if err := client.Rename(ctx, prefix+"store", prefix+"stored").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := client.Keys(ctx, prefix+"*").Result(); len(keys) != 1 || keys[0] != prefix+"stored" {
+		t.Errorf("after the run, under the prefix: %v; want only %sstored", keys, prefix)
+	}
+	client.Del(ctx, prefix+"stored")
 }
 
 func indexOf(name string) int {

@@ -125,6 +125,9 @@ type liveRun struct {
 	viol      []Violation
 	storeHigh int64
 	applied   int // faults applied so far
+	// checkpointed are the sends done, with checkpoints on (in memory, as
+	// in the model: the checkpoint store is assumed durable).
+	checkpointed []string
 }
 
 // partClient is the Redis client as one process sees it: every call fails
@@ -427,8 +430,8 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 	case ActRelease:
 		return r.release(a, client)
 	case ActRenew:
-		if a.lock != nil {
-			r.renewOnce(a, client)
+		if a.lock != nil && r.renewOnce(a, client) == renewRefused && guards.CancelOnLoss {
+			r.cancel(a, lockcore.ErrLeaseLost)
 		}
 		return nil
 	case ActWork, ActCall:
@@ -437,6 +440,11 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 			return nil
 		}
 		r.event(a.name, string(st.Do), true, 0, string(st.Do)+" for "+fmtMS(st.ForMS))
+		if inFlight {
+			// Only its start was in flight: from here on it is work the
+			// renewer (or the cancellation thaw does) watches over.
+			r.thaw(a, true)
+		}
 		r.busy(a, r.dur(st.ForMS))
 		return nil
 	case ActWrite:
@@ -479,6 +487,21 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 		if !inSection {
 			r.event(a.name, "send", false, 0, skipNote(a.name, cancelled))
 			return nil
+		}
+		r.mu.Lock()
+		done := r.sc.Checkpoints && slices.Contains(r.checkpointed, st.Key)
+		r.mu.Unlock()
+		if done {
+			r.event(a.name, "send", false, 0, "skipped: "+st.Key+" is checkpointed; resuming after it")
+			return nil
+		}
+		if r.sc.Checkpoints {
+			// The checkpoint is written with the effect, as in the model.
+			defer func() {
+				r.mu.Lock()
+				r.checkpointed = append(r.checkpointed, st.Key)
+				r.mu.Unlock()
+			}()
 		}
 		if guards.IdempotencyKey {
 			fresh, err := r.o.Client.HSetNX(r.ctx, r.recvKey, st.Key, 1).Result()
@@ -566,11 +589,32 @@ func (r *liveRun) busy(a *liveActor, d time.Duration) {
 }
 
 func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
+	r.mu.Lock()
+	holding := a.inSection
+	r.mu.Unlock()
+	if holding {
+		r.event(a.name, "acquire", false, 0, "skipped: "+a.name+" already holds the lock")
+		return nil
+	}
 	locker := lockcore.NewLocker(client)
 	lease := r.dur(r.p.lease)
 	deadline := time.Now().Add(r.dur(st.WaitMS))
 	retry := max(lease/100, time.Millisecond)
 	for {
+		// As in the model, a crashed process stops waiting and a paused
+		// one is not served until it wakes.
+		r.mu.Lock()
+		crashed, pausedUntil := a.crashed, a.pausedUntil
+		r.mu.Unlock()
+		if crashed {
+			return nil
+		}
+		if time.Now().Before(pausedUntil) {
+			if !r.sleepUntil(pausedUntil) {
+				return r.ctx.Err()
+			}
+			continue
+		}
 		sent := time.Now()
 		lock, err := locker.Acquire(r.ctx, r.keys, lease)
 		switch {
@@ -608,15 +652,19 @@ func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time) {
 }
 
 // liveLease is the policy's lease in real time, for lockcore.Keeper.
-func (r *liveRun) liveLease() lockcore.Lease {
+// A renewer measures the budget and the bound from the lock's last renewal
+// (its AcquiredAt when it starts); one restarted after a pause gets what is
+// left of them since a's first acquire, at least 1ns (0 would mean none).
+func (r *liveRun) liveLease(a *liveActor) lockcore.Lease {
 	l := lockcore.Lease{Lease: r.dur(r.p.lease), Renewable: r.p.renewable}
+	spent := a.lock.AcquiredAt.Sub(a.grant.at)
 	if r.p.budget > 0 {
-		l.Budget = r.dur(r.p.budget)
+		l.Budget = max(r.dur(r.p.budget)-spent, 1)
 	}
 	if r.p.renewable {
 		l.RenewEvery = r.dur(r.p.renewEvery)
 		if r.p.bound > 0 {
-			l.RenewBound = r.dur(r.p.bound)
+			l.RenewBound = max(r.dur(r.p.bound)-spent, 1)
 		}
 	}
 	return l
@@ -642,7 +690,7 @@ func (r *liveRun) startRenewer(a *liveActor) {
 		})
 	}
 	if g.OwnerCheck && g.CancelOnLoss {
-		ctx, k := lockcore.Keep(r.ctx, a.lock, lockcore.KeeperOptions{Lease: r.liveLease(), OnRenew: func(err error) {
+		ctx, k := lockcore.Keep(r.ctx, a.lock, lockcore.KeeperOptions{Lease: r.liveLease(a), OnRenew: func(err error) {
 			r.renewed(a, err)
 		}})
 		a.keeper, a.workCtx = k, ctx
@@ -674,7 +722,7 @@ func (r *liveRun) renewed(a *liveActor, err error) {
 // cancel-on-loss it cancels the work when the lease can no longer be proven.
 func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
-	l := r.liveLease()
+	l := r.liveLease(a)
 	start := a.lock.AcquiredAt
 	retry := min(max(l.RenewEvery/4, time.Millisecond), 500*time.Millisecond)
 	next := a.lock.AcquiredAt.Add(l.RenewEvery)
@@ -716,6 +764,9 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 		}
 		if l.RenewBound > 0 && !now.Before(start.Add(l.RenewBound)) {
 			r.event(a.name, "renew", false, 0, "renewal bound reached: renewals stop")
+			if r.sc.Guards.CancelOnLoss {
+				cancel(lockcore.ErrBoundReached)
+			}
 			return
 		}
 		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}) {
@@ -951,19 +1002,33 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		if crashed {
 			return
 		}
+		// Times are the scheduled ones, so a pause that starts as another
+		// ends is not taken for one inside it. Such a pause first waits for
+		// the wake-up to be done, in-flight step included, as in the model.
+		start := r.real(st.AtMS)
+		for {
+			r.mu.Lock()
+			waking := a.frozen && !a.crashed && !start.Before(a.pausedUntil)
+			r.mu.Unlock()
+			if !waking {
+				break
+			}
+			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
+				return
+			}
+		}
 		r.stopRenewer(a) // a frozen process renews nothing
 		r.mu.Lock()
-		now := time.Now()
 		// As in the model, a pause that comes during a pause adds to it;
 		// the wake-up already waiting waits for the new end.
-		nested := now.Before(a.pausedUntil)
+		nested := start.Before(a.pausedUntil)
 		if nested {
 			a.pausedUntil = a.pausedUntil.Add(r.dur(st.ForMS))
 			a.pauses[len(a.pauses)-1][1] = a.pausedUntil
 		} else {
 			a.frozen = a.inSection && a.lock != nil
-			a.pauseStart, a.pausedUntil = now, now.Add(r.dur(st.ForMS))
-			a.pauses = append(a.pauses, [2]time.Time{now, a.pausedUntil})
+			a.pauseStart, a.pausedUntil = start, start.Add(r.dur(st.ForMS))
+			a.pauses = append(a.pauses, [2]time.Time{start, a.pausedUntil})
 		}
 		lock := a.lock
 		r.mu.Unlock()
@@ -993,7 +1058,7 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		})
 	case ActPartition:
 		r.mu.Lock()
-		a.partUntil = time.Now().Add(r.dur(st.ForMS))
+		a.partUntil = maxTime(a.partUntil, time.Now().Add(r.dur(st.ForMS)))
 		r.mu.Unlock()
 		r.event(a.name, "partition", true, 0, "cut off from Redis for "+fmtMS(st.ForMS))
 	case ActCrash:

@@ -441,8 +441,8 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 		}
 		r.event(a.name, string(st.Do), true, 0, string(st.Do)+" for "+fmtMS(st.ForMS))
 		if inFlight {
-			// Only its start was in flight: from here on it is work the
-			// renewer (or the cancellation thaw does) watches over.
+			// Only its start was in flight: thaw now, so the rest is work
+			// like any other, or is cancelled at once if the lease ran out.
 			r.thaw(a, true)
 		}
 		r.busy(a, r.dur(st.ForMS))
@@ -996,20 +996,19 @@ func (r *liveRun) faults(steps []Step, byName map[string]*liveActor) {
 func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 	switch st.Do {
 	case ActPause:
-		r.mu.Lock()
-		crashed := a.crashed
-		r.mu.Unlock()
-		if crashed {
-			return
-		}
 		// Times are the scheduled ones, so a pause that starts as another
 		// ends is not taken for one inside it. Such a pause first waits for
-		// the wake-up to be done, in-flight step included, as in the model.
+		// the wake-up to be done, in-flight step included, as in the model;
+		// a crashed process is not paused.
 		start := r.real(st.AtMS)
 		for {
 			r.mu.Lock()
-			waking := a.frozen && !a.crashed && !start.Before(a.pausedUntil)
+			crashed := a.crashed
+			waking := a.frozen && !start.Before(a.pausedUntil)
 			r.mu.Unlock()
+			if crashed {
+				return
+			}
 			if !waking {
 				break
 			}

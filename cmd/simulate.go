@@ -76,8 +76,9 @@ the store (Kleppmann 2016), so only fencing at the store refuses that write.
 Without --redis nothing touches Redis. With --redis URL the same scenario also
 runs live with lockcore's scripts, real goroutines and a real fenced store,
 its times multiplied by --time-scale. Live mode WRITES to that server, but
-only under its own key prefix (--prefix, default "lockctl:sim:<random>:"),
-and deletes those keys when it ends.
+only four keys under its own prefix (--prefix, default
+"lockctl:sim:{<random>}:"): lock, fence, store and receiver. It refuses to
+start if one of them exists, and deletes those four when it ends.
 
 Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`,
 		Example: `  lockctl simulate --list
@@ -223,7 +224,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
 	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
-	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of every key it writes (default "lockctl:sim:{<random>}:"); they are deleted at the end`)
+	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of the four keys it writes (default "lockctl:sim:{<random>}:"); they must not exist, and are deleted at the end`)
 	for name, values := range map[string][]string{
 		"mode":         {"trusted", "ordinary"},
 		"fence-source": {simulate.FenceRedis, simulate.FenceStore},

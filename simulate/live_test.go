@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
@@ -21,9 +20,7 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // guard on and with the scenario's guard off; nothing is left under the
 // prefix and nothing is written outside it.
 func TestLiveAgreesWithModel(t *testing.T) {
-	srv := redistest.Shared(t)
-	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
-	t.Cleanup(func() { _ = client.Close() })
+	client := redistest.Shared(t).Client(t)
 	ctx := context.Background()
 	sentinel := redistest.Key(t, "outside")
 	if err := client.Set(ctx, sentinel, "untouched", 0).Err(); err != nil {
@@ -77,9 +74,7 @@ func TestLiveAgreesWithModel(t *testing.T) {
 // parted from the model (its header says how); now the live run finds the
 // same violation codes, within 3 attempts, and within 30s (one hung).
 func TestLiveFilesFollowTheModel(t *testing.T) {
-	srv := redistest.Shared(t)
-	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
-	t.Cleanup(func() { _ = client.Close() })
+	client := redistest.Shared(t).Client(t)
 	files, err := filepath.Glob("testdata/live/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios in testdata/live (%v)", err)
@@ -129,9 +124,7 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 // nothing, and at the end deletes its own keys only, not everything that
 // starts with the prefix.
 func TestLivePrefixKeys(t *testing.T) {
-	srv := redistest.Shared(t)
-	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}})
-	t.Cleanup(func() { _ = client.Close() })
+	client := redistest.Shared(t).Client(t)
 	ctx := context.Background()
 	prefix := "lockctl:sim:{" + t.Name() + "}:"
 	sc, err := Builtin("stale-writer", AllGuards(), Overrides{})

@@ -160,12 +160,11 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 			default:
 				return usageErrorf("name a scenario (one of %s), give --file, or use --list", strings.Join(simulate.BuiltinNames(), ", "))
 			}
-			if !explore {
-				for _, name := range []string{"runs", "seed", "grid"} {
-					if cmd.Flags().Changed(name) {
-						return usageErrorf("--%s sets up --explore; add --explore or drop --%s", name, name)
-					}
-				}
+			if err := flagsNeed(cmd, explore, "--explore", "--explore", "runs", "seed", "grid"); err != nil {
+				return err
+			}
+			if err := flagsNeed(cmd, cmd.Flags().Changed("redis"), "live mode", "--redis", "time-scale", "prefix"); err != nil {
+				return err
 			}
 			if explore {
 				if runs < 1 {
@@ -234,6 +233,21 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
 	return cmd
+}
+
+// flagsNeed refuses (exit 2) flags of names given without the flag (add)
+// that turns on what they set up (what), e.g. --runs without --explore:
+// ignored silently, they would look as if they had worked.
+func flagsNeed(cmd *cobra.Command, on bool, what, add string, names ...string) error {
+	if on {
+		return nil
+	}
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			return usageErrorf("--%s sets up %s; add %s or drop --%s", name, what, add, name)
+		}
+	}
+	return nil
 }
 
 func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string) (simulate.Overrides, error) {

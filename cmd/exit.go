@@ -17,7 +17,8 @@ const (
 	ExitCheckFailed = 1   // a check found a problem (checklist, --expect, --fail-on)
 	ExitUsage       = 2   // usage or input error
 	ExitRedis       = 3   // cannot reach Redis, auth refused, or timed out
-	ExitInterrupted = 130 // Ctrl-C / SIGINT
+	ExitInterrupted = 130 // Ctrl-C / SIGINT (128 + 2, as a shell reports it)
+	ExitTerminated  = 143 // SIGTERM (128 + 15)
 
 	// `lockctl run` only; on a normal exit run passes the child's own code
 	// through (128+N when a signal N ended it).

@@ -40,25 +40,44 @@ func Execute(args []string, io *IOStreams) int {
 // from it): installing them costs a locked OS thread, about 1 ms of every
 // start, which commands that never use it (lease, version, ...) do not pay.
 // Unhandled, the signals end such a command the default way (exit 130 for
-// Ctrl-C in the shell), as the handler would.
+// Ctrl-C in the shell, 143 for SIGTERM), as the handler would: execute exits
+// 128 + the signal's number (received).
 type signalContext struct {
 	context.Context // context.Background(): no deadline, no values
 	once            sync.Once
 	installed       atomic.Bool // notified and cancel are set
 	notified        context.Context
 	cancel          context.CancelFunc
+	received        atomic.Value // the os.Signal that cancelled notified
 }
 
 func (c *signalContext) install() context.Context {
 	c.once.Do(func() {
+		notified, cancel := context.WithCancel(context.Background())
+		c.notified, c.cancel = notified, cancel
+		// Notify with no signals would take every signal.
 		if sigs := notIgnored(os.Interrupt, syscall.SIGTERM); len(sigs) > 0 {
-			c.notified, c.cancel = signal.NotifyContext(context.Background(), sigs...)
-		} else { // Notify with no signals would take every signal
-			c.notified, c.cancel = context.WithCancel(context.Background())
+			ch := make(chan os.Signal, 1)
+			signal.Notify(ch, sigs...)
+			go func() {
+				select {
+				case s := <-ch:
+					c.received.Store(s)
+					cancel()
+				case <-notified.Done():
+				}
+			}()
+			c.cancel = func() { cancel(); signal.Stop(ch) }
 		}
 		c.installed.Store(true)
 	})
 	return c.notified
+}
+
+// signal returns the signal that cancelled c, or nil.
+func (c *signalContext) signal() os.Signal {
+	s, _ := c.received.Load().(os.Signal)
+	return s
 }
 
 // notIgnored returns the signals of sigs that lockctl did not start with
@@ -101,6 +120,10 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 		return ExitOK
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if sc, ok := ctx.(*signalContext); ok && sc.signal() == syscall.SIGTERM {
+			fmt.Fprintln(io.ErrOut, "lockctl: terminated")
+			return ExitTerminated
+		}
 		fmt.Fprintln(io.ErrOut, "lockctl: interrupted")
 		return ExitInterrupted
 	}

@@ -30,5 +30,8 @@ func TestSignalContext(t *testing.T) {
 	if c.Err() == nil {
 		t.Error("Err is nil after SIGTERM")
 	}
+	if got := c.signal(); got != syscall.SIGTERM {
+		t.Errorf("signal() = %v, want SIGTERM (execute exits 143 with it)", got)
+	}
 	c.stop()
 }

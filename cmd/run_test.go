@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/cmd"
 	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // These tests run the real lockctl binary (testscript's RunMain puts it on
@@ -351,15 +352,29 @@ func TestRunHeld(t *testing.T) {
 	if !regexp.MustCompile(`^lockctl: lock not obtained \(--wait 0s\): lock:OrderId:order-demo-001 is held by owner 0123456789abcdef0123456789abcdef \(fence 41\), PTTL [0-9.]+m?s\n$`).MatchString(p.stderr.String()) {
 		t.Errorf("stderr: %q", p.stderr.String())
 	}
-	// Ctrl-C while waiting: 130, the holder untouched.
-	w := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "30s", "--", "true")
-	time.Sleep(300 * time.Millisecond)
-	_ = w.Process.Signal(syscall.SIGINT)
-	if code := w.exit(t); code != cmd.ExitInterrupted {
-		t.Errorf("interrupted wait: exit %d: %s", code, w.stderr.String())
-	}
-	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "41:0123456789abcdef0123456789abcdef" {
-		t.Errorf("holder changed to %q", v)
+	// Ctrl-C or SIGTERM while waiting: 128 + the signal's number, as a shell
+	// reports a process the signal ended, and the holder untouched.
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		says string
+	}{{syscall.SIGINT, cmd.ExitInterrupted, "interrupted"}, {syscall.SIGTERM, cmd.ExitTerminated, "terminated"}} {
+		tried := acquireCalls(t, rdb)
+		w := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--grace", "1s", "--wait", "30s", "--", "true")
+		// Waiting: its first attempt was refused (the signal handlers are
+		// in place from before it).
+		for deadline := time.Now().Add(10 * time.Second); acquireCalls(t, rdb) == tried; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("lockctl run --wait made no attempt in 10s")
+			}
+		}
+		_ = w.Process.Signal(tc.sig)
+		if code := w.exit(t); code != tc.code || w.stderr.String() != "lockctl: "+tc.says+"\n" {
+			t.Errorf("%s while waiting: exit %d (want %d), stderr %q", tc.sig, code, tc.code, w.stderr.String())
+		}
+		if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "41:0123456789abcdef0123456789abcdef" {
+			t.Errorf("%s: holder changed to %q", tc.sig, v)
+		}
 	}
 	// --wait outlasts the holder's TTL.
 	rdb.PExpire(ctx, "lock:OrderId:order-demo-001", 300*time.Millisecond)
@@ -395,6 +410,18 @@ func TestRunForwardsSignals(t *testing.T) {
 			t.Errorf("%s: lock not released", sig)
 		}
 	}
+}
+
+// acquireCalls is how many scripts the server has run (EVALSHA calls, from
+// INFO commandstats): lockctl run's acquire attempts, in TestRunHeld.
+func acquireCalls(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	m := regexp.MustCompile(`cmdstat_evalsha:calls=(\d+)`).FindStringSubmatch(rdb.Info(context.Background(), "commandstats").Val())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func signalName(s syscall.Signal) string {

@@ -271,9 +271,9 @@ func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 	return err
 }
 
-// confirm asks on stderr and reads one line from stdin; only y or yes confirms.
-// confirm asks on the terminal; Ctrl-C at the prompt returns ctx's error
-// (exit 130), not a declined answer.
+// confirm asks on stderr and reads one line from stdin; only y or yes
+// confirms. Ctrl-C at the prompt returns ctx's error (exit 130), not a
+// declined answer.
 func confirm(ctx context.Context, io *IOStreams, res UnlockResult) (bool, error) {
 	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", res.Key, holderText(res))
 	answer := make(chan string, 1)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -58,7 +59,8 @@ type LiveResult struct {
 
 type liveGrant struct {
 	actor   string
-	fence   int64
+	seq     int    // 1 for the run's first grant, 2 for the next...
+	value   string // the lock's value, "<fence>:<owner>"
 	at      time.Time
 	expires time.Time
 	lostAt  time.Time // deleted by someone else (zero: only expiry ends it)
@@ -71,15 +73,29 @@ func (g *liveGrant) end() time.Time {
 	return g.expires
 }
 
+// liveSnap is the lock state the run wrote at one moment (kept only when
+// the scenario has a failover, which restores the one from the replication
+// lag ago): the lock's value and expiry (present false: no key) and the
+// fence counter.
+type liveSnap struct {
+	at      time.Time
+	present bool
+	value   string
+	expires time.Time
+	counter int64
+}
+
 type liveSection struct {
 	start, end time.Time
 	grant      *liveGrant
 }
 
-// liveStep is a program step and how many faults come before it (by time,
-// then file order), so same-instant faults apply first, as in the model.
+// liveStep is a step and its place in the file (idx); for a program step,
+// also how many faults come before it (by time, then file order), so
+// same-instant faults apply first, as in the model.
 type liveStep struct {
 	Step
+	idx    int
 	before int
 }
 
@@ -106,6 +122,18 @@ type liveActor struct {
 	// the pause with a step in flight and restarts the renewer after it.
 	frozen   bool
 	inFlight bool
+	// woke: the current pause's wake event is recorded.
+	woke bool
+	// next is the program's next step (the steps before it are done);
+	// shift is how late its steps run, modelShift the part of it the model
+	// has too (pauses, work and calls, waits to acquire: not scheduling
+	// jitter); blocking: busy with work or a call, or waiting to acquire,
+	// and blocked that it was since the step before. See awaitSteps.
+	next       int
+	shift      time.Duration
+	modelShift time.Duration
+	blocking   bool
+	blocked    bool
 }
 
 type liveRun struct {
@@ -125,6 +153,11 @@ type liveRun struct {
 	viol      []Violation
 	storeHigh int64
 	applied   int // faults applied so far
+	// counter is the fence counter's value as the run left it; snaps the
+	// lock states it wrote, when failovers (the scenario has one).
+	counter   int64
+	snaps     []liveSnap
+	failovers bool
 	// checkpointed are the sends done, with checkpoints on (in memory, as
 	// in the model: the checkpoint store is assumed durable).
 	checkpointed []string
@@ -176,7 +209,9 @@ func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
 // renewers otherwise), a fenced store (a hash updated by a
 // compare-fence-then-write script) and a receiver hash. A pause stops the
 // process's renewer and worker; a partition fails its Redis calls; failover
-// and clock_jump are emulated (the lock key is deleted, or its TTL cut).
+// and clock_jump are emulated (the lock and fence counter put back as they
+// were one replication lag earlier, or the key's TTL cut). Steps and faults
+// due at one instant happen in file order, as in the model.
 // It writes four keys under the prefix and deletes them at the end; it
 // returns a *KeyExistsError, writing nothing, when one of them exists, and
 // an error when Redis fails for another reason than a partition.
@@ -209,27 +244,20 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 		}
 	}
 	defer r.cleanup()
+	r.counter = max(sc.FenceStart, 1) - 1
+	r.failovers = slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Do == ActFailover })
+	r.snap(time.Now(), false, "", time.Time{})
 	if start := sc.FenceStart; start > 1 {
 		if err := o.Client.Set(ctx, r.keys.Fence, start-1, 0).Err(); err != nil {
 			return LiveResult{}, err
 		}
 	}
 	byName := map[string]*liveActor{}
-	var faults []Step
-	var faultIdx []int
+	var faults []liveStep
 	for i, st := range sc.Steps {
 		if st.Do.fault() {
-			faults, faultIdx = append(faults, st), append(faultIdx, i)
+			faults = append(faults, liveStep{Step: st, idx: i})
 		}
-	}
-	order := make([]int, len(faults))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return int(faults[x].AtMS - faults[y].AtMS) })
-	sorted := make([]Step, len(faults))
-	for k, i := range order {
-		sorted[k] = faults[i]
 	}
 	for i, st := range sc.Steps {
 		if st.Do == ActFailover || st.Do == ActClockJump {
@@ -245,14 +273,14 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 			continue
 		}
 		before := 0
-		for k, f := range faults {
-			if f.AtMS < st.AtMS || (f.AtMS == st.AtMS && faultIdx[k] < i) {
+		for _, f := range faults {
+			if f.AtMS < st.AtMS || (f.AtMS == st.AtMS && f.idx < i) {
 				before++
 			}
 		}
-		a.steps = append(a.steps, liveStep{Step: st, before: before})
+		a.steps = append(a.steps, liveStep{Step: st, idx: i, before: before})
 	}
-	faults = sorted
+	slices.SortStableFunc(faults, func(x, y liveStep) int { return int(x.AtMS - y.AtMS) })
 	r.start = time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(r.actors)+1)
@@ -348,10 +376,11 @@ func (r *liveRun) sleepUntil(t time.Time) bool {
 // in a pause runs at the wake-up (in flight: it already passed its checks)
 // and later steps move by the same delay.
 func (r *liveRun) program(a *liveActor) error {
-	var shift time.Duration
 	for _, ls := range a.steps {
 		st := ls.Step
-		due := r.real(st.AtMS).Add(shift)
+		r.mu.Lock()
+		due := r.real(st.AtMS).Add(a.shift)
+		r.mu.Unlock()
 		if !r.sleepUntil(due) {
 			return r.ctx.Err()
 		}
@@ -387,10 +416,18 @@ func (r *liveRun) program(a *liveActor) error {
 		if crashed {
 			return nil
 		}
+		r.mu.Lock()
 		if late := time.Since(due); late > 0 {
-			shift += late
+			a.shift += late
+			if inFlight || a.blocked {
+				a.modelShift += late
+			}
 		}
-		if !inFlight {
+		a.blocked = false
+		r.mu.Unlock()
+		if inFlight {
+			r.woke(a)
+		} else {
 			r.thaw(a, false)
 		}
 		began := time.Now()
@@ -400,9 +437,13 @@ func (r *liveRun) program(a *liveActor) error {
 		if inFlight {
 			r.thaw(a, true)
 		}
+		r.mu.Lock()
 		if st.Do == ActAcquire && st.WaitMS > 0 {
-			shift += time.Since(began)
+			a.shift += time.Since(began)
+			a.modelShift += time.Since(began)
 		}
+		a.next++
+		r.mu.Unlock()
 	}
 	r.stopRenewer(a)
 	r.endSection(a, time.Now())
@@ -467,7 +508,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 		if guards.Fencing {
 			fencing = "1"
 		}
-		res, err := storeWriteScript.Run(r.ctx, r.o.Client, []string{r.storeKey}, a.lock.Fence, a.name, fencing).Int64Slice()
+		res, err := storeWriteScript.Run(r.ctx, r.o.Client, []string{r.storeKey}, a.lock.Fence, a.name, fencing, a.grant.seq).Int64Slice()
 		if err != nil {
 			return err
 		}
@@ -479,8 +520,12 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 			return nil
 		}
 		r.event(a.name, "write", true, a.lock.Fence, "accepted")
-		if a.lock.Fence < res[1] {
-			r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after a write with fence %d", a.name, a.lock.Fence, res[1]))
+		// Stale as in the model: a later grant has written already.
+		if newest := int(res[2]); a.grant.seq < newest {
+			r.mu.Lock()
+			newer := r.grants[newest-1].actor
+			r.mu.Unlock()
+			r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after %s's newer write", a.name, a.lock.Fence, newer))
 		}
 		return nil
 	case ActSend:
@@ -537,12 +582,15 @@ func skipNote(name string, cancelled bool) string {
 // busy is work or a blocking call: it makes progress only while the process
 // is not paused and returns early when cancel-on-loss cancels the work.
 func (r *liveRun) busy(a *liveActor, d time.Duration) {
+	r.setBlocking(a, true)
+	defer r.setBlocking(a, false)
 	remaining := d
 	for remaining > 0 {
 		if p, until := r.paused(a); p {
 			if !r.sleepUntil(until) {
 				return
 			}
+			r.woke(a)
 			r.thaw(a, false)
 			continue
 		}
@@ -617,6 +665,7 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		}
 		sent := time.Now()
 		lock, err := locker.Acquire(r.ctx, r.keys, lease)
+		r.setBlocking(a, false)
 		switch {
 		case err == nil:
 			r.granted(a, lock, sent)
@@ -626,6 +675,8 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 				r.event(a.name, "acquire", false, 0, "not obtained: "+err.Error())
 				return nil
 			}
+			// Waiting, as in the model: faults due now need not wait for it.
+			r.setBlocking(a, true)
 			if !r.sleepUntil(time.Now().Add(retry)) {
 				return r.ctx.Err()
 			}
@@ -636,12 +687,15 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 }
 
 func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time) {
-	g := &liveGrant{actor: a.name, fence: lock.Fence, at: sent, expires: sent.Add(lock.Lease)}
+	g := &liveGrant{actor: a.name, value: lock.Value(), at: sent, expires: sent.Add(lock.Lease)}
 	r.mu.Lock()
 	backwards := lock.Fence <= r.maxFence
 	prev := r.maxFence
 	r.maxFence = max(r.maxFence, lock.Fence)
+	r.counter = lock.Fence
+	r.snapLocked(sent, true, lock.Value(), g.expires)
 	r.grants = append(r.grants, g)
+	g.seq = len(r.grants)
 	a.lock, a.grant, a.inSection, a.cancelled, a.secStart = lock, g, true, false, time.Now()
 	r.mu.Unlock()
 	r.event(a.name, "acquire", true, lock.Fence, fmt.Sprintf("SET NX PX %s, fence %d", fmtMS(r.p.lease), lock.Fence))
@@ -710,6 +764,7 @@ func (r *liveRun) renewed(a *liveActor, err error) {
 		r.mu.Lock()
 		if a.grant != nil {
 			a.grant.expires = a.lock.AcquiredAt.Add(a.lock.Lease)
+			r.snapLocked(a.lock.AcquiredAt, true, a.lock.Value(), a.grant.expires)
 		}
 		r.mu.Unlock()
 		r.event(a.name, "renew", true, 0, "PEXPIRE "+fmtMS(r.p.lease))
@@ -827,6 +882,7 @@ func (r *liveRun) renewOnce(a *liveActor, client partClient) renewOutcome {
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
 			g.expires = sent.Add(a.lock.Lease)
+			r.snapLocked(sent, true, v, g.expires)
 			r.mu.Unlock()
 			r.violate(CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
 		}
@@ -837,15 +893,18 @@ func (r *liveRun) renewOnce(a *liveActor, client partClient) renewOutcome {
 	return renewOK
 }
 
+// grantOf returns the grant whose lock value is value (its fence need not
+// identify it: after a failover one can be issued twice), or nil; r.mu must
+// not be held.
 func (r *liveRun) grantOf(value string) *liveGrant {
-	fence, _, err := lockcore.ParseValue(value)
-	if err != nil {
-		return nil
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.grantOfLocked(value)
+}
+
+func (r *liveRun) grantOfLocked(value string) *liveGrant {
 	for _, g := range r.grants {
-		if g.fence == fence {
+		if g.value == value {
 			return g
 		}
 	}
@@ -878,6 +937,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		err := a.lock.Release(r.ctx)
 		switch {
 		case err == nil:
+			r.snap(time.Now(), false, "", time.Time{})
 			r.event(a.name, "release", true, 0, "deleted its own key")
 		case errors.Is(err, lockcore.ErrNotHeld):
 			r.event(a.name, "release", false, 0, "refused: not owner or the key is gone")
@@ -901,6 +961,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		r.event(a.name, "release", false, 0, "nothing to delete: the key is gone")
 		return nil
 	}
+	r.snap(time.Now(), false, "", time.Time{})
 	if v != a.lock.Value() {
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
@@ -977,16 +1038,67 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 	}
 }
 
+// awaitSteps waits, before the fault f, for the steps the model runs before
+// it: the next step of each process that is ready to run it (not paused or
+// crashed, not busy with work or a call, not waiting to acquire), when that
+// step is due before f or at the same instant and listed before it. Steps
+// are instants in the model, so such a step ends before f. It returns false
+// when the run's context ends.
+func (r *liveRun) awaitSteps(f liveStep) bool {
+	due := r.real(f.AtMS)
+	ahead := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, a := range r.actors {
+			if a.next >= len(a.steps) || a.crashed || a.blocking || time.Now().Before(a.pausedUntil) {
+				continue
+			}
+			s := a.steps[a.next]
+			if sdue := r.real(s.AtMS).Add(a.modelShift); sdue.Before(due) || (sdue.Equal(due) && s.idx < f.idx) {
+				return true
+			}
+		}
+		return false
+	}
+	for ahead() {
+		if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *liveRun) setBlocking(a *liveActor, b bool) {
+	r.mu.Lock()
+	a.blocking = b
+	a.blocked = a.blocked || b
+	r.mu.Unlock()
+}
+
+// woke records a's wake-up event, once per pause, by whichever of its
+// goroutines (the wake-up timer, the work, the step in flight) first finds
+// the pause over: the event comes before anything a does after it.
+func (r *liveRun) woke(a *liveActor) {
+	r.mu.Lock()
+	if a.woke || time.Now().Before(a.pausedUntil) {
+		r.mu.Unlock()
+		return
+	}
+	a.woke = true
+	r.mu.Unlock()
+	r.event(a.name, "wake", true, 0, a.name+" resumes where it froze")
+}
+
 // faults applies pauses, partitions, crashes, failovers and clock jumps at
-// their times.
-func (r *liveRun) faults(steps []Step, byName map[string]*liveActor) {
+// their times, each after the steps due before it (awaitSteps).
+func (r *liveRun) faults(steps []liveStep, byName map[string]*liveActor) {
 	var wakes sync.WaitGroup
 	defer wakes.Wait()
 	for _, st := range steps {
-		if !r.sleepUntil(r.real(st.AtMS)) {
+		if !r.sleepUntil(r.real(st.AtMS)) || !r.awaitSteps(st) {
 			return
 		}
-		r.fault(st, byName[st.Actor], &wakes)
+		r.fault(st.Step, byName[st.Actor], &wakes)
 		r.mu.Lock()
 		r.applied++
 		r.mu.Unlock()
@@ -1025,7 +1137,7 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 			a.pausedUntil = a.pausedUntil.Add(r.dur(st.ForMS))
 			a.pauses[len(a.pauses)-1][1] = a.pausedUntil
 		} else {
-			a.frozen = a.inSection && a.lock != nil
+			a.frozen, a.woke = a.inSection && a.lock != nil, false
 			a.pauseStart, a.pausedUntil = start, start.Add(r.dur(st.ForMS))
 			a.pauses = append(a.pauses, [2]time.Time{start, a.pausedUntil})
 		}
@@ -1052,7 +1164,7 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 					return
 				}
 			}
-			r.event(a.name, "wake", true, 0, a.name+" resumes where it froze")
+			r.woke(a)
 			r.thaw(a, false)
 		})
 	case ActPartition:
@@ -1068,14 +1180,7 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		r.mu.Unlock()
 		r.event(a.name, "crash", true, 0, "process killed; its key stays until it expires")
 	case ActFailover:
-		v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
-		r.o.Client.Del(r.ctx, r.keys.Lock)
-		if g := r.grantOf(v); g != nil {
-			r.mu.Lock()
-			g.lostAt = time.Now()
-			r.mu.Unlock()
-		}
-		r.event(serverActor, "failover", true, 0, "emulated: the lock key is deleted, as if never replicated")
+		r.failover(st)
 	case ActClockJump:
 		pttl, _ := r.o.Client.PTTL(r.ctx, r.keys.Lock).Result()
 		v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
@@ -1088,10 +1193,84 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		if g := r.grantOf(v); g != nil && pttl > 0 {
 			r.mu.Lock()
 			g.expires = time.Now().Add(max(left, 0))
+			r.snapLocked(time.Now(), left > 0, v, g.expires)
 			r.mu.Unlock()
 		}
 		r.event(serverActor, "clock_jump", true, 0, "emulated: the key's TTL is cut by "+fmtMS(st.ByMS))
 	}
+}
+
+// snap records the lock state the run has written, as of at (a failover
+// restores it); snapLocked with r.mu held.
+func (r *liveRun) snap(at time.Time, present bool, value string, expires time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snapLocked(at, present, value, expires)
+}
+
+func (r *liveRun) snapLocked(at time.Time, present bool, value string, expires time.Time) {
+	if r.failovers {
+		r.snaps = append(r.snaps, liveSnap{at: at, present: present, value: value, expires: expires, counter: r.counter})
+	}
+}
+
+// failover emulates a replica's promotion on the one server: as in the
+// model, the lock and fence counter go back to what the run had written one
+// replication lag (default 1 s) ago, the counter only with the fence in
+// Redis (fence_source redis). A lock acquired or renewed since is lost, and
+// a later acquire may get a fence already issued (FENCE_BACKWARDS).
+func (r *liveRun) failover(st Step) {
+	lag := r.sc.ReplicationLagMS
+	if lag <= 0 {
+		lag = 1000
+	}
+	now := time.Now()
+	cut := now.Add(-r.dur(lag))
+	r.mu.Lock()
+	restored := r.snaps[0]
+	for i := len(r.snaps) - 1; i >= 0; i-- {
+		if !r.snaps[i].at.After(cut) {
+			restored = r.snaps[i]
+			break
+		}
+	}
+	r.mu.Unlock()
+	v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+	present := restored.present && restored.expires.After(now)
+	if present {
+		r.o.Client.Set(r.ctx, r.keys.Lock, restored.value, restored.expires.Sub(now))
+	} else {
+		r.o.Client.Del(r.ctx, r.keys.Lock)
+	}
+	durable := r.sc.FenceSource == FenceStore
+	if !durable {
+		r.o.Client.Set(r.ctx, r.keys.Fence, restored.counter, 0)
+	}
+	lost := ""
+	r.mu.Lock()
+	if g := r.grantOfLocked(v); g != nil && (!present || restored.value != v) {
+		g.lostAt = now
+		lost = g.actor + "'s lock"
+	}
+	if g := r.grantOfLocked(restored.value); present && g != nil && restored.value != v {
+		g.lostAt, g.expires = time.Time{}, restored.expires
+	}
+	if !durable {
+		r.counter = restored.counter
+	}
+	r.snapLocked(now, present, restored.value, restored.expires)
+	counter := r.counter
+	r.mu.Unlock()
+	note := "emulated: writes of the last " + fmtMS(lag) + " are lost"
+	if lost != "" {
+		note += ": " + lost
+	}
+	if durable {
+		note += "; the fence counter is durable"
+	} else {
+		note += "; the fence counter is back at " + strconv.FormatInt(counter, 10)
+	}
+	r.event(serverActor, "failover", true, 0, note)
 }
 
 // result checks the invariants over the observed intervals: OVERLAP and

@@ -20,6 +20,9 @@ var (
 	//go:embed scripts/store_write.lua
 	storeWriteLua    string
 	storeWriteScript = redis.NewScript(storeWriteLua)
+	//go:embed scripts/failover.lua
+	failoverLua    string
+	failoverScript = redis.NewScript(failoverLua)
 )
 
 // LiveTolerance is the real time below which a live OVERLAP or
@@ -75,14 +78,17 @@ func (g *liveGrant) end() time.Time {
 
 // liveSnap is the lock state the run wrote at one moment (kept only when
 // the scenario has a failover, which restores the one from the replication
-// lag ago): the lock's value and expiry (present false: no key) and the
-// fence counter.
+// lag ago): the lock's value and expiry (present false: no key), the fence
+// counter, and the clock jumps emulated so far (they cut a restored key's
+// TTL too, as the server's clock has moved). at is on the model's clock (see
+// stampLocked).
 type liveSnap struct {
 	at      time.Time
 	present bool
 	value   string
 	expires time.Time
 	counter int64
+	jumped  time.Duration
 }
 
 type liveSection struct {
@@ -124,6 +130,9 @@ type liveActor struct {
 	inFlight bool
 	// woke: the current pause's wake event is recorded.
 	woke bool
+	// stepAt is the current step's time on the model's clock: its due time
+	// plus modelShift.
+	stepAt time.Time
 	// next is the program's next step (the steps before it are done);
 	// shift is how late its steps run, modelShift the part of it the model
 	// has too (pauses, work and calls, waits to acquire: not scheduling
@@ -158,6 +167,7 @@ type liveRun struct {
 	counter   int64
 	snaps     []liveSnap
 	failovers bool
+	jumped    time.Duration // clock jumps emulated so far, in real time
 	// checkpointed are the sends done, with checkpoints on (in memory, as
 	// in the model: the checkpoint store is assumed durable).
 	checkpointed []string
@@ -246,7 +256,7 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 	defer r.cleanup()
 	r.counter = max(sc.FenceStart, 1) - 1
 	r.failovers = slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Do == ActFailover })
-	r.snap(time.Now(), false, "", time.Time{})
+	r.snapLocked(r.start, false, "", time.Time{})
 	if start := sc.FenceStart; start > 1 {
 		if err := o.Client.Set(ctx, r.keys.Fence, start-1, 0).Err(); err != nil {
 			return LiveResult{}, err
@@ -424,6 +434,7 @@ func (r *liveRun) program(a *liveActor) error {
 			}
 		}
 		a.blocked = false
+		a.stepAt = r.real(st.AtMS).Add(a.modelShift)
 		r.mu.Unlock()
 		if inFlight {
 			r.woke(a)
@@ -471,7 +482,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 	case ActRelease:
 		return r.release(a, client)
 	case ActRenew:
-		if a.lock != nil && r.renewOnce(a, client) == renewRefused && guards.CancelOnLoss {
+		if a.lock != nil && r.renewOnce(a, client, true) == renewRefused && guards.CancelOnLoss {
 			r.cancel(a, lockcore.ErrLeaseLost)
 		}
 		return nil
@@ -648,7 +659,7 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 	lease := r.dur(r.p.lease)
 	deadline := time.Now().Add(r.dur(st.WaitMS))
 	retry := max(lease/100, time.Millisecond)
-	for {
+	for first := true; ; first = false {
 		// As in the model, a crashed process stops waiting and a paused
 		// one is not served until it wakes.
 		r.mu.Lock()
@@ -668,7 +679,7 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		r.setBlocking(a, false)
 		switch {
 		case err == nil:
-			r.granted(a, lock, sent)
+			r.granted(a, lock, sent, first)
 			return nil
 		case errors.Is(err, lockcore.ErrNotObtained), errors.Is(err, errPartitioned):
 			if st.WaitMS == 0 || time.Now().After(deadline) {
@@ -686,14 +697,16 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 	}
 }
 
-func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time) {
+// granted records a's new lock; byStep: on the acquire step's first
+// attempt (see stampLocked).
+func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time, byStep bool) {
 	g := &liveGrant{actor: a.name, value: lock.Value(), at: sent, expires: sent.Add(lock.Lease)}
 	r.mu.Lock()
 	backwards := lock.Fence <= r.maxFence
 	prev := r.maxFence
 	r.maxFence = max(r.maxFence, lock.Fence)
 	r.counter = lock.Fence
-	r.snapLocked(sent, true, lock.Value(), g.expires)
+	r.snapLocked(r.stampLocked(a, sent, byStep), true, lock.Value(), g.expires)
 	r.grants = append(r.grants, g)
 	g.seq = len(r.grants)
 	a.lock, a.grant, a.inSection, a.cancelled, a.secStart = lock, g, true, false, time.Now()
@@ -745,7 +758,7 @@ func (r *liveRun) startRenewer(a *liveActor) {
 	}
 	if g.OwnerCheck && g.CancelOnLoss {
 		ctx, k := lockcore.Keep(r.ctx, a.lock, lockcore.KeeperOptions{Lease: r.liveLease(a), OnRenew: func(err error) {
-			r.renewed(a, err)
+			r.renewed(a, err, false)
 		}})
 		a.keeper, a.workCtx = k, ctx
 		watch(ctx)
@@ -759,12 +772,13 @@ func (r *liveRun) startRenewer(a *liveActor) {
 	go r.renewLoop(a, ctx, cancel, stop, done)
 }
 
-func (r *liveRun) renewed(a *liveActor, err error) {
+// renewed records a renewal's outcome; byStep: an explicit renew step's.
+func (r *liveRun) renewed(a *liveActor, err error, byStep bool) {
 	if err == nil {
 		r.mu.Lock()
 		if a.grant != nil {
 			a.grant.expires = a.lock.AcquiredAt.Add(a.lock.Lease)
-			r.snapLocked(a.lock.AcquiredAt, true, a.lock.Value(), a.grant.expires)
+			r.snapLocked(r.stampLocked(a, a.lock.AcquiredAt, byStep), true, a.lock.Value(), a.grant.expires)
 		}
 		r.mu.Unlock()
 		r.event(a.name, "renew", true, 0, "PEXPIRE "+fmtMS(r.p.lease))
@@ -824,7 +838,7 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 			}
 			return
 		}
-		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}) {
+		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}, false) {
 		case renewOK:
 			next = a.lock.AcquiredAt.Add(l.RenewEvery)
 		case renewRetry:
@@ -848,13 +862,13 @@ const (
 
 // renewOnce is one renewal: lockcore's owner-checked Renew, or a blind
 // PEXPIRE (after a GET, only to see whose key it extends).
-func (r *liveRun) renewOnce(a *liveActor, client partClient) renewOutcome {
+func (r *liveRun) renewOnce(a *liveActor, client partClient, byStep bool) renewOutcome {
 	sent := time.Now()
 	if r.sc.Guards.OwnerCheck {
 		err := a.lock.Renew(r.ctx)
 		switch {
 		case err == nil:
-			r.renewed(a, nil)
+			r.renewed(a, nil, byStep)
 			return renewOK
 		case errors.Is(err, lockcore.ErrNotHeld):
 			r.event(a.name, "renew", false, 0, "refused: not owner or the key is gone")
@@ -882,14 +896,14 @@ func (r *liveRun) renewOnce(a *liveActor, client partClient) renewOutcome {
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
 			g.expires = sent.Add(a.lock.Lease)
-			r.snapLocked(sent, true, v, g.expires)
+			r.snapLocked(r.stampLocked(a, sent, byStep), true, v, g.expires)
 			r.mu.Unlock()
 			r.violate(CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
 		}
 		r.event(a.name, "renew", true, 0, "blind PEXPIRE extended another holder's key")
 		return renewOK
 	}
-	r.renewed(a, nil)
+	r.renewed(a, nil, byStep)
 	return renewOK
 }
 
@@ -937,7 +951,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		err := a.lock.Release(r.ctx)
 		switch {
 		case err == nil:
-			r.snap(time.Now(), false, "", time.Time{})
+			r.snap(a, false, "", time.Time{})
 			r.event(a.name, "release", true, 0, "deleted its own key")
 		case errors.Is(err, lockcore.ErrNotHeld):
 			r.event(a.name, "release", false, 0, "refused: not owner or the key is gone")
@@ -961,7 +975,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		r.event(a.name, "release", false, 0, "nothing to delete: the key is gone")
 		return nil
 	}
-	r.snap(time.Now(), false, "", time.Time{})
+	r.snap(a, false, "", time.Time{})
 	if v != a.lock.Value() {
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
@@ -1190,28 +1204,41 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		} else {
 			r.o.Client.Del(r.ctx, r.keys.Lock)
 		}
-		if g := r.grantOf(v); g != nil && pttl > 0 {
-			r.mu.Lock()
+		r.mu.Lock()
+		r.jumped += r.dur(st.ByMS)
+		if g := r.grantOfLocked(v); g != nil && pttl > 0 {
 			g.expires = time.Now().Add(max(left, 0))
-			r.snapLocked(time.Now(), left > 0, v, g.expires)
-			r.mu.Unlock()
+			r.snapLocked(r.real(st.AtMS), left > 0, v, g.expires)
 		}
+		r.mu.Unlock()
 		r.event(serverActor, "clock_jump", true, 0, "emulated: the key's TTL is cut by "+fmtMS(st.ByMS))
 	}
 }
 
-// snap records the lock state the run has written, as of at (a failover
-// restores it); snapLocked with r.mu held.
-func (r *liveRun) snap(at time.Time, present bool, value string, expires time.Time) {
+// snap records the lock state a's current step has written (a failover
+// restores it); snapLocked, with r.mu held, the state as of at.
+func (r *liveRun) snap(a *liveActor, present bool, value string, expires time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.snapLocked(at, present, value, expires)
+	r.snapLocked(a.stepAt, present, value, expires)
 }
 
 func (r *liveRun) snapLocked(at time.Time, present bool, value string, expires time.Time) {
 	if r.failovers {
-		r.snaps = append(r.snaps, liveSnap{at: at, present: present, value: value, expires: expires, counter: r.counter})
+		r.snaps = append(r.snaps, liveSnap{at: at, present: present, value: value, expires: expires, counter: r.counter, jumped: r.jumped})
 	}
+}
+
+// stampLocked is when a change a made at t counts as made on the model's
+// clock (in real time), for a failover to compare with its own time less the
+// replication lag: the step's time (stepAt) for a change its step made at
+// once (byStep), else t less the scheduling jitter a's steps have gathered,
+// which the model does not have. r.mu must be held.
+func (r *liveRun) stampLocked(a *liveActor, t time.Time, byStep bool) time.Time {
+	if byStep {
+		return a.stepAt
+	}
+	return t.Add(-(a.shift - a.modelShift))
 }
 
 // failover emulates a replica's promotion on the one server: as in the
@@ -1224,27 +1251,34 @@ func (r *liveRun) failover(st Step) {
 	if lag <= 0 {
 		lag = 1000
 	}
-	now := time.Now()
-	cut := now.Add(-r.dur(lag))
+	// On the model's clock: the snapshot at or last before the cut.
+	at := r.real(st.AtMS)
+	cut := at.Add(-r.dur(lag))
 	r.mu.Lock()
 	restored := r.snaps[0]
-	for i := len(r.snaps) - 1; i >= 0; i-- {
-		if !r.snaps[i].at.After(cut) {
-			restored = r.snaps[i]
-			break
+	for _, sn := range r.snaps {
+		if !sn.at.After(cut) && !sn.at.Before(restored.at) {
+			restored = sn
 		}
 	}
+	// The jumps since the snapshot moved the server's clock on.
+	restored.expires = restored.expires.Add(-(r.jumped - restored.jumped))
+	restored.jumped = r.jumped
 	r.mu.Unlock()
-	v, _ := r.o.Client.Get(r.ctx, r.keys.Lock).Result()
+	now := time.Now()
 	present := restored.present && restored.expires.After(now)
+	value, pttl, counterArg := "", int64(0), ""
 	if present {
-		r.o.Client.Set(r.ctx, r.keys.Lock, restored.value, restored.expires.Sub(now))
-	} else {
-		r.o.Client.Del(r.ctx, r.keys.Lock)
+		value, pttl = restored.value, max(restored.expires.Sub(now).Milliseconds(), 1)
 	}
 	durable := r.sc.FenceSource == FenceStore
 	if !durable {
-		r.o.Client.Set(r.ctx, r.keys.Fence, restored.counter, 0)
+		counterArg = strconv.FormatInt(restored.counter, 10)
+	}
+	v, err := failoverScript.Run(r.ctx, r.o.Client, []string{r.keys.Lock, r.keys.Fence}, value, pttl, counterArg).Text()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		r.event(serverActor, "failover", false, 0, "emulation failed: "+err.Error())
+		return
 	}
 	lost := ""
 	r.mu.Lock()
@@ -1252,13 +1286,17 @@ func (r *liveRun) failover(st Step) {
 		g.lostAt = now
 		lost = g.actor + "'s lock"
 	}
-	if g := r.grantOfLocked(restored.value); present && g != nil && restored.value != v {
-		g.lostAt, g.expires = time.Time{}, restored.expires
+	if g := r.grantOfLocked(restored.value); present && g != nil {
+		// Its own key put back with an older TTL ends it sooner.
+		if restored.value != v {
+			g.lostAt = time.Time{}
+		}
+		g.expires = restored.expires
 	}
 	if !durable {
 		r.counter = restored.counter
 	}
-	r.snapLocked(now, present, restored.value, restored.expires)
+	r.snapLocked(at, present, restored.value, restored.expires)
 	counter := r.counter
 	r.mu.Unlock()
 	note := "emulated: writes of the last " + fmtMS(lag) + " are lost"

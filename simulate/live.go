@@ -67,6 +67,8 @@ type liveGrant struct {
 	at      time.Time
 	expires time.Time
 	lostAt  time.Time // deleted by someone else (zero: only expiry ends it)
+	// releasedAt: deleted by its holder (zero: not released).
+	releasedAt time.Time
 }
 
 func (g *liveGrant) end() time.Time {
@@ -168,6 +170,7 @@ type liveRun struct {
 	snaps     []liveSnap
 	failovers bool
 	jumped    time.Duration // clock jumps emulated so far, in real time
+	end       time.Time     // when the last program and fault were done
 	// checkpointed are the sends done, with checkpoints on (in memory, as
 	// in the model: the checkpoint store is assumed durable).
 	checkpointed []string
@@ -308,6 +311,7 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 		r.stopRenewer(a)
 		r.endSection(a, time.Now())
 	}
+	r.end = time.Now()
 	close(errs)
 	if err := <-errs; err != nil {
 		return LiveResult{}, err
@@ -497,7 +501,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 			// like any other, or is cancelled at once if the lease ran out.
 			r.thaw(a, true)
 		}
-		r.busy(a, r.dur(st.ForMS))
+		r.busy(a, st.Do, r.dur(st.ForMS))
 		return nil
 	case ActWrite:
 		if !inSection {
@@ -590,12 +594,18 @@ func skipNote(name string, cancelled bool) string {
 	return "skipped: " + name + " does not hold the lock"
 }
 
-// busy is work or a blocking call: it makes progress only while the process
-// is not paused and returns early when cancel-on-loss cancels the work.
-func (r *liveRun) busy(a *liveActor, d time.Duration) {
+// busy is work or a blocking call (kind) of d: it makes progress only while
+// the process is not paused, returns early when cancel-on-loss cancels the
+// work, and records kind_done when it ends.
+func (r *liveRun) busy(a *liveActor, kind Action, d time.Duration) {
 	r.setBlocking(a, true)
 	defer r.setBlocking(a, false)
 	remaining := d
+	defer func() {
+		if remaining <= 0 {
+			r.event(a.name, string(kind)+"_done", true, 0, string(kind)+" finished")
+		}
+	}()
 	for remaining > 0 {
 		if p, until := r.paused(a); p {
 			if !r.sleepUntil(until) {
@@ -951,7 +961,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		err := a.lock.Release(r.ctx)
 		switch {
 		case err == nil:
-			r.snap(a, false, "", time.Time{})
+			r.released(a, a.lock.Value())
 			r.event(a.name, "release", true, 0, "deleted its own key")
 		case errors.Is(err, lockcore.ErrNotHeld):
 			r.event(a.name, "release", false, 0, "refused: not owner or the key is gone")
@@ -975,7 +985,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 		r.event(a.name, "release", false, 0, "nothing to delete: the key is gone")
 		return nil
 	}
-	r.snap(a, false, "", time.Time{})
+	r.released(a, v)
 	if v != a.lock.Value() {
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
@@ -1184,8 +1194,20 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 	case ActPartition:
 		r.mu.Lock()
 		a.partUntil = maxTime(a.partUntil, time.Now().Add(r.dur(st.ForMS)))
+		until := a.partUntil
 		r.mu.Unlock()
 		r.event(a.name, "partition", true, 0, "cut off from Redis for "+fmtMS(st.ForMS))
+		wakes.Go(func() {
+			if !r.sleepUntil(until) {
+				return
+			}
+			r.mu.Lock()
+			healed := a.partUntil.Equal(until) && !a.crashed // not extended since
+			r.mu.Unlock()
+			if healed {
+				r.event(a.name, "heal", true, 0, a.name+" can reach Redis again")
+			}
+		})
 	case ActCrash:
 		r.stopRenewer(a)
 		r.mu.Lock()
@@ -1215,14 +1237,18 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 	}
 }
 
-// snap records the lock state a's current step has written (a failover
-// restores it); snapLocked, with r.mu held, the state as of at.
-func (r *liveRun) snap(a *liveActor, present bool, value string, expires time.Time) {
+// released records that a's release step deleted the key, which held v.
+func (r *liveRun) released(a *liveActor, v string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.snapLocked(a.stepAt, present, value, expires)
+	if v == a.lock.Value() {
+		a.grant.releasedAt = time.Now()
+	}
+	r.snapLocked(a.stepAt, false, "", time.Time{})
 }
 
+// snapLocked records the lock state as of at (a failover restores it); r.mu
+// must be held.
 func (r *liveRun) snapLocked(at time.Time, present bool, value string, expires time.Time) {
 	if r.failovers {
 		r.snaps = append(r.snaps, liveSnap{at: at, present: present, value: value, expires: expires, counter: r.counter, jumped: r.jumped})
@@ -1289,7 +1315,7 @@ func (r *liveRun) failover(st Step) {
 	if g := r.grantOfLocked(restored.value); present && g != nil {
 		// Its own key put back with an older TTL ends it sooner.
 		if restored.value != v {
-			g.lostAt = time.Time{}
+			g.lostAt, g.releasedAt = time.Time{}, time.Time{}
 		}
 		g.expires = restored.expires
 	}
@@ -1316,6 +1342,15 @@ func (r *liveRun) failover(st Step) {
 // recorded as they happened.
 func (r *liveRun) result() LiveResult {
 	res := LiveResult{Prefix: r.o.Prefix, TimeScale: r.o.TimeScale, Events: r.events, Violations: r.viol}
+	// A key that ran out of TTL during the run, neither released nor
+	// deleted by another first: Redis expired it (the run did not watch).
+	for _, g := range r.grants {
+		gone := func(t time.Time) bool { return !t.IsZero() && !t.After(g.expires) }
+		if g.expires.Before(r.end) && !gone(g.releasedAt) && !gone(g.lostAt) {
+			res.Events = append(res.Events, Event{AtMS: r.virtual(g.expires), Actor: serverActor, Kind: "expire", OK: true,
+				Note: g.actor + "'s key expired on the server's clock: the lock is free; " + g.actor + " is not told"})
+		}
+	}
 	type span struct {
 		from, to time.Time
 		actor    string

@@ -154,6 +154,43 @@ func TestLivePrefixKeys(t *testing.T) {
 	client.Del(ctx, prefix+"stored")
 }
 
+// A live timeline has the kinds of event the model's has, the server's
+// expire, the heal at a partition's end and work_done included: only their
+// times differ.
+func TestLiveEventKinds(t *testing.T) {
+	client := redistest.Shared(t).Client(t)
+	kinds := func(evs []Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.Kind)
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	for _, name := range []string{"stale-writer", "renewal-loss"} {
+		sc, err := Builtin(name, AllGuards(), Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, err := Run(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := kinds(model.Events)
+		var got []string
+		for attempt := 1; attempt <= 3 && !slices.Equal(got, want); attempt++ {
+			live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = kinds(live.Events)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: live event kinds %v, model's %v", name, got, want)
+		}
+	}
+}
+
 func indexOf(name string) int {
 	for i, b := range Builtins() {
 		if b.Name == name {

@@ -137,9 +137,11 @@ type liveActor struct {
 	// stepAt is the current step's time on the model's clock: its due time
 	// plus modelShift.
 	stepAt time.Time
-	// renewDue is when renewLoop's next renewal is due, on the model's
-	// clock (zero: none is pending): steps and faults due then wait for it.
-	renewDue time.Time
+	// renewDue is when renewLoop's next renewal is due, busyUntil when the
+	// work or call in progress ends, on the model's clock (zero: none):
+	// steps and faults due then wait for them (pendingLocked).
+	renewDue  time.Time
+	busyUntil time.Time
 	// next is the program's next step (the steps before it are done);
 	// shift is how late its steps run, modelShift the part of it the model
 	// has too (pauses, work and calls, waits to acquire: not scheduling
@@ -404,9 +406,10 @@ func (r *liveRun) program(a *liveActor) error {
 			return r.ctx.Err()
 		}
 		for {
-			// The faults listed before it, and renewals due by then.
+			// The faults listed before it, and renewals and work ends due
+			// by then.
 			r.mu.Lock()
-			ready := r.applied >= ls.before && !r.renewalDueLocked(r.real(st.AtMS).Add(a.modelShift))
+			ready := r.applied >= ls.before && !r.pendingLocked(r.real(st.AtMS).Add(a.modelShift))
 			r.mu.Unlock()
 			if ready {
 				break
@@ -604,9 +607,19 @@ func skipNote(name string, cancelled bool) string {
 // the process is not paused, returns early when cancel-on-loss cancels the
 // work, and records kind_done when it ends.
 func (r *liveRun) busy(a *liveActor, kind Action, d time.Duration) {
-	r.setBlocking(a, true)
-	defer r.setBlocking(a, false)
-	remaining := d
+	// It counts from the step's time on the model's clock: the scheduling
+	// jitter before it began counts as done, so it ends when the model's
+	// does, and steps and faults due then wait for its end.
+	r.mu.Lock()
+	remaining := d - max(time.Since(a.stepAt), 0)
+	a.busyUntil = a.stepAt.Add(d)
+	a.blocking, a.blocked = true, true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		a.blocking, a.busyUntil = false, time.Time{}
+		r.mu.Unlock()
+	}()
 	defer func() {
 		if remaining <= 0 {
 			r.event(a.name, string(kind)+"_done", true, 0, string(kind)+" finished")
@@ -619,6 +632,9 @@ func (r *liveRun) busy(a *liveActor, kind Action, d time.Duration) {
 			}
 			r.woke(a)
 			r.thaw(a, false)
+			r.mu.Lock()
+			a.busyUntil = until.Add(remaining)
+			r.mu.Unlock()
 			continue
 		}
 		r.mu.Lock()
@@ -673,9 +689,10 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 	}
 	locker := lockcore.NewLocker(client)
 	lease := r.dur(r.p.lease)
-	deadline := time.Now().Add(r.dur(st.WaitMS))
+	began := time.Now()
+	deadline := began.Add(r.dur(st.WaitMS))
 	retry := max(lease/100, time.Millisecond)
-	for first := true; ; first = false {
+	for first := true; ; {
 		// As in the model, a crashed process stops waiting and a paused
 		// one is not served until it wakes.
 		r.mu.Lock()
@@ -698,10 +715,18 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 			r.granted(a, lock, sent, first)
 			return nil
 		case errors.Is(err, lockcore.ErrNotObtained), errors.Is(err, errPartitioned):
-			if st.WaitMS == 0 || time.Now().After(deadline) {
-				r.event(a.name, "acquire", false, 0, "not obtained: "+err.Error())
+			// As in the model: the first refusal, and giving up.
+			switch {
+			case st.WaitMS == 0:
+				r.event(a.name, "acquire", false, 0, r.refusal(err))
 				return nil
+			case time.Now().After(deadline):
+				r.event(a.name, "acquire", false, 0, "gave up after waiting "+fmtMS(r.virtual(time.Now())-r.virtual(began)))
+				return nil
+			case first:
+				r.event(a.name, "acquire", false, 0, r.refusal(err)+"; retrying for up to "+fmtMS(st.WaitMS))
 			}
+			first = false
 			// Waiting, as in the model: faults due now need not wait for it.
 			r.setBlocking(a, true)
 			if !r.sleepUntil(time.Now().Add(retry)) {
@@ -711,6 +736,24 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 			return err
 		}
 	}
+}
+
+// refusal says why an acquire was refused, as the model does: the holder
+// and its PTTL in virtual time, or the partition.
+func (r *liveRun) refusal(err error) string {
+	var held *lockcore.HeldError
+	if !errors.As(err, &held) {
+		return err.Error()
+	}
+	who := "another owner"
+	if g := r.grantOf(held.Value); g != nil {
+		who = g.actor
+	}
+	pttl := fmtMS(int64(float64(held.PTTL.Milliseconds()) / r.o.TimeScale))
+	if held.PTTL < 0 {
+		pttl = "none"
+	}
+	return "not obtained: held by " + who + " (PTTL " + pttl + ")"
 }
 
 // granted records a's new lock; byStep: on the acquire step's first
@@ -1087,7 +1130,7 @@ func (r *liveRun) awaitSteps(f liveStep) bool {
 	ahead := func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.renewalDueLocked(due) {
+		if r.pendingLocked(due) {
 			return true
 		}
 		for _, a := range r.actors {
@@ -1115,12 +1158,14 @@ func (r *liveRun) setRenewDue(a *liveActor, t time.Time) {
 	r.mu.Unlock()
 }
 
-// renewalDue reports whether a renewal due at or before t (model clock) is
-// pending in a process that is not paused; r.mu must be held. In the
-// model, timers fire before the steps and faults of their instant.
-func (r *liveRun) renewalDueLocked(t time.Time) bool {
+// pendingLocked reports whether a renewal or the end of a work or call, due
+// at or before t (model clock), is still to come in a process that is not
+// paused; r.mu must be held. In the model, both come before the steps and
+// faults of their instant.
+func (r *liveRun) pendingLocked(t time.Time) bool {
+	due := func(at time.Time) bool { return !at.IsZero() && !at.After(t) }
 	for _, b := range r.actors {
-		if !b.renewDue.IsZero() && !b.renewDue.After(t) && !b.crashed && !time.Now().Before(b.pausedUntil) {
+		if !b.crashed && !time.Now().Before(b.pausedUntil) && (due(b.renewDue) || due(b.busyUntil)) {
 			return true
 		}
 	}

@@ -70,7 +70,7 @@ Passwords are shown as *** and URLs are redacted.`,
 }
 
 // secretKeys are shown as *** when set.
-var secretKeys = map[string]bool{keyRedisPassword: true}
+var secretKeys = map[string]bool{keyRedisPassword: true, keyRedisSentinelPassword: true}
 
 func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	flags := map[string]*pflag.Flag{}

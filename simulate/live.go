@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -62,8 +63,9 @@ type LiveResult struct {
 
 type liveGrant struct {
 	actor   string
-	seq     int    // 1 for the run's first grant, 2 for the next...
-	value   string // the lock's value, "<fence>:<owner>"
+	seq     int       // 1 for the run's first grant, 2 for the next...
+	modelAt time.Time // when it was granted, on the model's clock
+	value   string    // the lock's value, "<fence>:<owner>"
 	at      time.Time
 	expires time.Time
 	lostAt  time.Time // deleted by someone else (zero: only expiry ends it)
@@ -142,16 +144,19 @@ type liveActor struct {
 	// steps and faults due then wait for them (pendingLocked).
 	renewDue  time.Time
 	busyUntil time.Time
+	// renewedAt: the lock's last acquire or renewal, on the model's clock.
+	renewedAt time.Time
 	// next is the program's next step (the steps before it are done);
-	// shift is how late its steps run, modelShift the part of it the model
-	// has too (pauses, work and calls, waits to acquire: not scheduling
-	// jitter); blocking: busy with work or a call, or waiting to acquire,
-	// and blocked that it was since the step before. See awaitSteps.
+	// shift is how late its steps run, modelShift how late they run on the
+	// model's clock (pauses, work and calls, waits to acquire: not
+	// scheduling jitter); freeAt is when the last step ended on the model's
+	// clock; blocking: busy with work or a call, or waiting to acquire. See
+	// aheadLocked.
 	next       int
 	shift      time.Duration
 	modelShift time.Duration
+	freeAt     time.Time
 	blocking   bool
-	blocked    bool
 }
 
 type liveRun struct {
@@ -401,15 +406,16 @@ func (r *liveRun) program(a *liveActor) error {
 		st := ls.Step
 		r.mu.Lock()
 		due := r.real(st.AtMS).Add(a.shift)
+		at := r.nextDueLocked(a)
 		r.mu.Unlock()
-		if !r.sleepUntil(due) {
+		if !r.sleepUntil(maxTime(due, at)) {
 			return r.ctx.Err()
 		}
 		for {
-			// The faults listed before it, and renewals and work ends due
-			// by then.
+			// Its turn, as in the model: after the faults listed before
+			// it, and what else is due before it (aheadLocked).
 			r.mu.Lock()
-			ready := r.applied >= ls.before && !r.pendingLocked(r.real(st.AtMS).Add(a.modelShift))
+			ready := r.applied >= ls.before && !r.aheadLocked(a, at, ls.idx)
 			r.mu.Unlock()
 			if ready {
 				break
@@ -435,20 +441,18 @@ func (r *liveRun) program(a *liveActor) error {
 		}
 		r.mu.Lock()
 		crashed := a.crashed
+		if late := time.Since(due); late > 0 {
+			a.shift += late
+		}
+		if inFlight { // it runs at the wake-up
+			at = maxTime(at, a.pausedUntil)
+		}
+		a.modelShift += at.Sub(r.real(st.AtMS).Add(a.modelShift))
+		a.stepAt, a.freeAt = at, at
 		r.mu.Unlock()
 		if crashed {
 			return nil
 		}
-		r.mu.Lock()
-		if late := time.Since(due); late > 0 {
-			a.shift += late
-			if inFlight || a.blocked {
-				a.modelShift += late
-			}
-		}
-		a.blocked = false
-		a.stepAt = r.real(st.AtMS).Add(a.modelShift)
-		r.mu.Unlock()
 		if inFlight {
 			r.woke(a)
 		} else {
@@ -464,7 +468,7 @@ func (r *liveRun) program(a *liveActor) error {
 		r.mu.Lock()
 		if st.Do == ActAcquire && st.WaitMS > 0 {
 			a.shift += time.Since(began)
-			a.modelShift += time.Since(began)
+			a.freeAt = at.Add(time.Since(began))
 		}
 		a.next++
 		r.mu.Unlock()
@@ -472,6 +476,13 @@ func (r *liveRun) program(a *liveActor) error {
 	r.stopRenewer(a)
 	r.endSection(a, time.Now())
 	return nil
+}
+
+// nextDueLocked is when a's next step is due on the model's clock: its time
+// moved by the model's delays so far, and not before the last step ended.
+// r.mu must be held.
+func (r *liveRun) nextDueLocked(a *liveActor) time.Time {
+	return maxTime(r.real(a.steps[a.next].AtMS).Add(a.modelShift), a.freeAt)
 }
 
 func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
@@ -613,10 +624,15 @@ func (r *liveRun) busy(a *liveActor, kind Action, d time.Duration) {
 	r.mu.Lock()
 	remaining := d - max(time.Since(a.stepAt), 0)
 	a.busyUntil = a.stepAt.Add(d)
-	a.blocking, a.blocked = true, true
+	a.blocking = true
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
+		if remaining <= 0 {
+			a.freeAt = a.busyUntil
+		} else { // cancelled or crashed: it ends now
+			a.freeAt = r.stampLocked(a, time.Now(), false)
+		}
 		a.blocking, a.busyUntil = false, time.Time{}
 		r.mu.Unlock()
 	}()
@@ -707,6 +723,20 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 			}
 			continue
 		}
+		// A waiter is served last at an instant, as in the model: after
+		// everything else due by now (real now: a little later than the
+		// model's, by the jitter, so what is due at the instant is in).
+		for !first {
+			r.mu.Lock()
+			ahead := r.aheadLocked(a, time.Now(), math.MaxInt)
+			r.mu.Unlock()
+			if !ahead {
+				break
+			}
+			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
+				return r.ctx.Err()
+			}
+		}
 		sent := time.Now()
 		lock, err := locker.Acquire(r.ctx, r.keys, lease)
 		r.setBlocking(a, false)
@@ -765,7 +795,9 @@ func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time, byS
 	prev := r.maxFence
 	r.maxFence = max(r.maxFence, lock.Fence)
 	r.counter = lock.Fence
-	r.snapLocked(r.stampLocked(a, sent, byStep), true, lock.Value(), g.expires)
+	g.modelAt = r.stampLocked(a, sent, byStep)
+	a.renewedAt = g.modelAt
+	r.snapLocked(g.modelAt, true, lock.Value(), g.expires)
 	r.grants = append(r.grants, g)
 	g.seq = len(r.grants)
 	a.lock, a.grant, a.inSection, a.cancelled, a.secStart = lock, g, true, false, time.Now()
@@ -837,7 +869,8 @@ func (r *liveRun) renewed(a *liveActor, err error, byStep bool) {
 		r.mu.Lock()
 		if a.grant != nil {
 			a.grant.expires = a.lock.AcquiredAt.Add(a.lock.Lease)
-			r.snapLocked(r.stampLocked(a, a.lock.AcquiredAt, byStep), true, a.lock.Value(), a.grant.expires)
+			a.renewedAt = r.stampLocked(a, a.lock.AcquiredAt, byStep)
+			r.snapLocked(a.renewedAt, true, a.lock.Value(), a.grant.expires)
 		}
 		r.mu.Unlock()
 		r.event(a.name, "renew", true, 0, "PEXPIRE "+fmtMS(r.p.lease))
@@ -851,26 +884,33 @@ func (r *liveRun) renewed(a *liveActor, err error, byStep bool) {
 func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
 	defer r.setRenewDue(a, time.Time{})
-	l := r.liveLease(a)
-	start := a.lock.AcquiredAt
-	retry := min(max(l.RenewEvery/4, time.Millisecond), 500*time.Millisecond)
-	// Renewals are scheduled on the model's clock (as stamped), so one due
-	// at the instant of another process's step comes first, as in the model.
+	// On the model's clock (as stamped), as the model's renewer: the budget
+	// and the bound count from the grant, a renewal from the one before (or
+	// from the wake-up it waited for), a failed one is retried after the
+	// model's interval; and a renewal due at the instant of a step comes
+	// first (pendingLocked).
+	every, retry := r.dur(r.p.renewEvery), r.dur(r.p.retry)
 	r.mu.Lock()
-	next := r.stampLocked(a, a.lock.AcquiredAt, false).Add(l.RenewEvery)
+	origin := a.grant.modelAt
+	next := a.renewedAt.Add(every)
 	r.mu.Unlock()
+	var budgetEnd, boundEnd time.Time // zero: none
+	if r.p.budget > 0 {
+		budgetEnd = origin.Add(r.dur(r.p.budget))
+	}
+	if r.p.bound > 0 {
+		boundEnd = origin.Add(r.dur(r.p.bound))
+	}
 	for {
-		if l.Renewable {
+		wait := time.Hour
+		if r.p.renewable {
 			r.setRenewDue(a, next)
-		}
-		wait := time.Until(next)
-		if !l.Renewable {
-			wait = time.Hour
+			wait = time.Until(next)
 		}
 		if r.sc.Guards.CancelOnLoss {
 			wait = min(wait, time.Until(a.lock.ValidUntil()))
-			if l.Budget > 0 {
-				wait = min(wait, time.Until(start.Add(l.Budget)))
+			if !budgetEnd.IsZero() {
+				wait = min(wait, time.Until(budgetEnd))
 			}
 		}
 		t := time.NewTimer(max(wait, 0))
@@ -886,7 +926,7 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 		}
 		now := time.Now()
 		if r.sc.Guards.CancelOnLoss {
-			if l.Budget > 0 && !now.Before(start.Add(l.Budget)) {
+			if !budgetEnd.IsZero() && !now.Before(budgetEnd) {
 				cancel(lockcore.ErrBudgetExceeded)
 				return
 			}
@@ -895,10 +935,18 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 				return
 			}
 		}
-		if !l.Renewable || now.Before(next) {
+		if !r.p.renewable || now.Before(next) {
 			continue
 		}
-		if l.RenewBound > 0 && !now.Before(start.Add(l.RenewBound)) {
+		// This renewal's time on the model's clock: when due, or later
+		// (after a pause) when it is later by more than jitter.
+		at := next
+		r.mu.Lock()
+		if late := r.stampLocked(a, now, false); late.Sub(next) > LiveTolerance {
+			at = late
+		}
+		r.mu.Unlock()
+		if !boundEnd.IsZero() && !at.Before(boundEnd) {
 			r.event(a.name, "renew", false, 0, "renewal bound reached: renewals stop")
 			if r.sc.Guards.CancelOnLoss {
 				cancel(lockcore.ErrBoundReached)
@@ -907,9 +955,9 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 		}
 		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}, false) {
 		case renewOK:
-			next = next.Add(l.RenewEvery)
+			next = at.Add(every)
 		case renewRetry:
-			next = time.Now().Add(retry)
+			next = at.Add(retry)
 		case renewRefused:
 			if r.sc.Guards.CancelOnLoss {
 				cancel(lockcore.ErrLeaseLost)
@@ -1119,37 +1167,42 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 	}
 }
 
-// awaitSteps waits, before the fault f, for the steps the model runs before
-// it: the next step of each process that is ready to run it (not paused or
-// crashed, not busy with work or a call, not waiting to acquire), when that
-// step is due before f or at the same instant and listed before it. Steps
-// are instants in the model, so such a step ends before f. It returns false
-// when the run's context ends.
+// awaitSteps waits until it is the fault f's turn (aheadLocked); it
+// returns false when the run's context ends.
 func (r *liveRun) awaitSteps(f liveStep) bool {
-	due := r.real(f.AtMS)
-	ahead := func() bool {
+	for {
 		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.pendingLocked(due) {
+		ahead := r.aheadLocked(nil, r.real(f.AtMS), f.idx)
+		r.mu.Unlock()
+		if !ahead {
 			return true
 		}
-		for _, a := range r.actors {
-			if a.next >= len(a.steps) || a.crashed || a.blocking || time.Now().Before(a.pausedUntil) {
-				continue
-			}
-			s := a.steps[a.next]
-			if sdue := r.real(s.AtMS).Add(a.modelShift); sdue.Before(due) || (sdue.Equal(due) && s.idx < f.idx) {
-				return true
-			}
-		}
-		return false
-	}
-	for ahead() {
 		if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
 			return false
 		}
 	}
-	return true
+}
+
+// aheadLocked reports whether something the model does before a step or
+// fault due at t (model clock) and listed idx-th is still to come: a
+// renewal or the end of a work or call due by t (pendingLocked), or the
+// next step of another process than self that is ready to run it (not
+// paused or crashed, not busy, not waiting to acquire), due before t, or at
+// t and listed before idx. Steps are instants in the model, so such a step
+// ends first. r.mu must be held.
+func (r *liveRun) aheadLocked(self *liveActor, t time.Time, idx int) bool {
+	if r.pendingLocked(t) {
+		return true
+	}
+	for _, b := range r.actors {
+		if b == self || b.next >= len(b.steps) || b.crashed || b.blocking || time.Now().Before(b.pausedUntil) {
+			continue
+		}
+		if d := r.nextDueLocked(b); d.Before(t) || (d.Equal(t) && b.steps[b.next].idx < idx) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *liveRun) setRenewDue(a *liveActor, t time.Time) {
@@ -1175,7 +1228,6 @@ func (r *liveRun) pendingLocked(t time.Time) bool {
 func (r *liveRun) setBlocking(a *liveActor, b bool) {
 	r.mu.Lock()
 	a.blocking = b
-	a.blocked = a.blocked || b
 	r.mu.Unlock()
 }
 
@@ -1289,6 +1341,12 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 			}
 		})
 	case ActCrash:
+		r.mu.Lock()
+		crashed := a.crashed
+		r.mu.Unlock()
+		if crashed { // killed once
+			return
+		}
 		r.stopRenewer(a)
 		r.mu.Lock()
 		a.crashed = true

@@ -91,7 +91,9 @@ func listSetting(v *viper.Viper, key string) []string {
 // urlSecrets returns the passwords written in a Redis URL (userinfo, and the
 // password= and sentinel_password= query options go-redis accepts), raw and
 // percent-decoded, so they can be scrubbed from any error that quotes the
-// URL, even one that does not parse.
+// URL, even one that does not parse. A userinfo without a colon counts as a
+// password: go-redis reads redis://pw@host as a user, but redis-cli as a
+// password, and users write it from habit.
 func urlSecrets(raw string) []string {
 	var out []string
 	add := func(s string) {
@@ -105,8 +107,10 @@ func urlSecrets(raw string) []string {
 	}
 	if _, rest, ok := strings.Cut(raw, "://"); ok {
 		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if _, pw, has := strings.Cut(rest[:at], ":"); has {
+			if user, pw, has := strings.Cut(rest[:at], ":"); has {
 				add(pw)
+			} else {
+				add(user)
 			}
 		}
 	}
@@ -123,8 +127,10 @@ func urlSecrets(raw string) []string {
 func secretParam(name string) bool { return name == "password" || name == "sentinel_password" }
 
 // RedactURL replaces the password of a Redis URL (userinfo and the password=
-// and sentinel_password= query options) with ***. It works on text, so a URL
-// that does not parse, or has no scheme (user:pw@host:port), is redacted too.
+// and sentinel_password= query options) with ***, and a userinfo without a
+// colon (redis-cli reads redis://pw@host as a password). It works on text,
+// so a URL that does not parse, or has no scheme (user:pw@host:port), is
+// redacted too.
 func RedactURL(raw string) string {
 	s := raw
 	prefix, rest := "", s
@@ -134,6 +140,8 @@ func RedactURL(raw string) string {
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		if user, _, has := strings.Cut(rest[:at], ":"); has {
 			s = prefix + user + ":***" + rest[at:]
+		} else {
+			s = prefix + "***" + rest[at:]
 		}
 	}
 	base, q, ok := strings.Cut(s, "?")

@@ -309,7 +309,7 @@ func TestRedactURL(t *testing.T) {
 		"redis://127.0.0.1:6379/0":                   "redis://127.0.0.1:6379/0",
 		"redis://u:p@h:1/0":                          "redis://u:***@h:1/0",
 		"redis://:p@h:1":                             "redis://:***@h:1",
-		"redis://u@h:1":                              "redis://u@h:1",
+		"redis://pw@h:1":                             "redis://***@h:1",
 		"rediss://u:p@ss@word@h:1/0":                 "rediss://u:***@h:1/0",
 		"redis+sentinel://u:p@a:1,b:2/m/0":           "redis+sentinel://u:***@a:1,b:2/m/0",
 		"redis://h:1/0?master_name=m&password=p&x=1": "redis://h:1/0?master_name=m&password=***&x=1",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +91,9 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	v.SetEnvPrefix("LOCKCTL")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
+	if err := checkConfigEnv(); err != nil {
+		return nil, "", err
+	}
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		keys, ok := f.Annotations[viperKey]
@@ -132,6 +136,25 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		}
 	}
 	return v, path, nil
+}
+
+// checkConfigEnv refuses a LOCKCTL_* variable that sets a true/false key to
+// anything strconv.ParseBool does not take (1, t, true, 0, f, false, in any
+// case): viper would read LOCKCTL_REDIS_CLUSTER=maybe as false, silently,
+// where the same value in a config file is refused.
+func checkConfigEnv() error {
+	for _, k := range slices.Sorted(maps.Keys(configDefaults)) {
+		if _, isBool := configDefaults[k].(bool); !isBool {
+			continue
+		}
+		name := "LOCKCTL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
+		if val, ok := os.LookupEnv(name); ok && val != "" {
+			if _, err := strconv.ParseBool(val); err != nil {
+				return usageErrorf("%s is %q; want true or false (or 1 or 0)", name, val)
+			}
+		}
+	}
+	return nil
 }
 
 // checkConfigKeys refuses a config file with a key lockctl does not know (a

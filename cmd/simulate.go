@@ -182,8 +182,10 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				if explore {
 					return usageErrorf("--explore runs on the virtual clock only; drop --redis")
 				}
-				if !(timeScale > 0 && timeScale <= 1) { // NaN too
-					return usageErrorf("time-scale %s must be above 0 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
+				// Below 0.001 a 30s lease lasts under 30ms of real time, and
+				// live timing is mostly scheduling jitter.
+				if !(timeScale >= 0.001 && timeScale <= 1) { // NaN too
+					return usageErrorf("time-scale %s must be at least 0.001 and at most 1", strconv.FormatFloat(timeScale, 'g', -1, 64))
 				}
 				if prefix != "" && !strings.HasPrefix(prefix, "lockctl:") {
 					return usageErrorf("prefix %q must start with lockctl: so it cannot touch your keys", prefix)
@@ -222,7 +224,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.IntVar(&grid, "grid", 12, "points per dimension of the exhaustive exploration grid")
 	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
-	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second")
+	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second, 0.001 to 1")
 	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of the four keys it writes (default "lockctl:sim:{<random>}:"); they must not exist, and are deleted at the end`)
 	for name, values := range map[string][]string{
 		"mode":         {"trusted", "ordinary"},

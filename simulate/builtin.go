@@ -198,7 +198,7 @@ func Builtin(name string, g Guards, o Overrides) (Scenario, error) {
 	sc := Scenario{Name: name, Description: b.info.Description, Policy: builtinPolicy[name], Guards: g,
 		FenceStart: kleppmannFence, FenceSource: FenceRedis, Check: CheckNone}
 	sc.Policy = o.policy(sc.Policy)
-	p, err := sc.Policy.resolve()
+	p, err := sc.resolve()
 	if err != nil {
 		return Scenario{}, err
 	}

@@ -104,7 +104,7 @@ func (d Dimension) set(st *Step, v int64) {
 // earliest violation. It stops early with ctx's error when ctx is done.
 func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult, error) {
 	sc.normalize()
-	p, err := sc.Policy.resolve()
+	p, err := sc.resolve()
 	if err != nil {
 		return ExploreResult{}, err
 	}

@@ -196,6 +196,12 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 			return sc, err
 		}
 	}
+	if err := sc.checkFenceStart(); err != nil {
+		return sc, &FileError{Line: doc.Line(yamlschema.Path{"fence_start"}), Field: "fence_start", Msg: err.Error()}
+	}
+	if err := sc.checkHorizon(); err != nil {
+		return sc, &FileError{Line: doc.Line(yamlschema.Path{"events"}), Field: "events", Msg: err.Error()}
+	}
 	if _, err := sc.Policy.resolve(); err != nil {
 		return sc, &FileError{Line: doc.Line(yamlschema.Path{"policy"}), Field: "policy", Msg: err.Error()}
 	}

@@ -40,7 +40,7 @@ func (sc *Scenario) normalize() {
 // error when the policy gives no valid lease.
 func Run(sc Scenario) (Result, error) {
 	sc.normalize()
-	p, err := sc.Policy.resolve()
+	p, err := sc.resolve()
 	if err != nil {
 		return Result{}, err
 	}
@@ -154,7 +154,7 @@ func notes(sc *Scenario, res *Result) []string {
 func durableFenceNote(sc Scenario) string {
 	const lead = "the fence counter lived in Redis and went back with the failover"
 	sc.FenceSource = FenceStore
-	p, err := sc.Policy.resolve()
+	p, err := sc.resolve()
 	if err != nil {
 		return lead
 	}

@@ -211,6 +211,59 @@ type leaseParams struct {
 	mode                                            lockcore.Mode
 }
 
+// MaxHorizon is how much virtual time a scenario may span: its times,
+// lengths and policy durations added up. Beyond it, sums of times in ms, and
+// live mode's real times in ns, would overflow.
+const MaxHorizon = 10 * 365 * 24 * time.Hour
+
+// MaxFenceStart is the highest fence_start: the lock scripts' Lua numbers
+// are doubles, exact only up to 2^53, and the run issues more tokens after.
+const MaxFenceStart = 1 << 52
+
+// resolve checks the scenario's size (checkHorizon, checkFenceStart) and
+// resolves its policy.
+func (sc *Scenario) resolve() (leaseParams, error) {
+	if err := sc.checkHorizon(); err != nil {
+		return leaseParams{}, err
+	}
+	if err := sc.checkFenceStart(); err != nil {
+		return leaseParams{}, err
+	}
+	return sc.Policy.resolve()
+}
+
+// checkHorizon refuses a scenario whose times, lengths and policy durations
+// add up to more than MaxHorizon.
+func (sc *Scenario) checkHorizon() error {
+	const maxMS = int64(MaxHorizon / time.Millisecond)
+	total := time.Duration(0)
+	add := func(d time.Duration) bool {
+		if d < 0 || d > MaxHorizon || total+d > MaxHorizon {
+			return false
+		}
+		total += d
+		return true
+	}
+	addMS := func(v int64) bool { return add(time.Duration(min(max(v, 0), maxMS+1)) * time.Millisecond) }
+	ok := add(sc.Policy.Lease) && add(sc.Policy.Budget) && add(sc.Policy.RenewEvery) && add(sc.Policy.LeaseCap) &&
+		add(sc.Policy.RenewBound) && addMS(sc.ReplicationLagMS)
+	for _, st := range sc.Steps {
+		ok = ok && addMS(st.AtMS) && addMS(st.ForMS) && addMS(st.ByMS) && addMS(st.WaitMS)
+	}
+	if !ok {
+		return fmt.Errorf("scenario %q spans more than %s of virtual time (its times, lengths and policy added up); shorten it", sc.Name, lockcore.FormatDuration(MaxHorizon))
+	}
+	return nil
+}
+
+// checkFenceStart refuses a fence_start over MaxFenceStart.
+func (sc *Scenario) checkFenceStart() error {
+	if sc.FenceStart > MaxFenceStart {
+		return fmt.Errorf("%d is over 2^52 (%d): the lock scripts count in Lua numbers, exact only to 2^53", sc.FenceStart, int64(MaxFenceStart))
+	}
+	return nil
+}
+
 // resolve turns the PolicySpec into lease parameters; with a Budget it uses
 // lockcore's Policy.LeaseFor. It returns an error naming the bad value.
 func (ps PolicySpec) resolve() (leaseParams, error) {

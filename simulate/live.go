@@ -242,7 +242,7 @@ func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
 // an error when Redis fails for another reason than a partition.
 func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error) {
 	sc.normalize()
-	p, err := sc.Policy.resolve()
+	p, err := sc.resolve()
 	if err != nil {
 		return LiveResult{}, err
 	}
@@ -467,8 +467,9 @@ func (r *liveRun) program(a *liveActor) error {
 		}
 		r.mu.Lock()
 		if st.Do == ActAcquire && st.WaitMS > 0 {
+			// As in the model, the steps after it move by the wait.
 			a.shift += time.Since(began)
-			a.freeAt = at.Add(time.Since(began))
+			a.modelShift += time.Since(began)
 		}
 		a.next++
 		r.mu.Unlock()
@@ -506,7 +507,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 	case ActRelease:
 		return r.release(a, client)
 	case ActRenew:
-		if a.lock != nil && r.renewOnce(a, client, true) == renewRefused && guards.CancelOnLoss {
+		if a.lock != nil && r.renewOnce(a, client, a.stepAt) == renewRefused && guards.CancelOnLoss {
 			r.cancel(a, lockcore.ErrLeaseLost)
 		}
 		return nil
@@ -849,7 +850,7 @@ func (r *liveRun) startRenewer(a *liveActor) {
 	}
 	if g.OwnerCheck && g.CancelOnLoss {
 		ctx, k := lockcore.Keep(r.ctx, a.lock, lockcore.KeeperOptions{Lease: r.liveLease(a), OnRenew: func(err error) {
-			r.renewed(a, err, false)
+			r.renewed(a, err, time.Time{})
 		}})
 		a.keeper, a.workCtx = k, ctx
 		watch(ctx)
@@ -863,13 +864,17 @@ func (r *liveRun) startRenewer(a *liveActor) {
 	go r.renewLoop(a, ctx, cancel, stop, done)
 }
 
-// renewed records a renewal's outcome; byStep: an explicit renew step's.
-func (r *liveRun) renewed(a *liveActor, err error, byStep bool) {
+// renewed records a renewal's outcome; at is its time on the model's clock
+// (zero: lockcore's Keeper, on its own schedule: the send time, stamped).
+func (r *liveRun) renewed(a *liveActor, err error, at time.Time) {
 	if err == nil {
 		r.mu.Lock()
 		if a.grant != nil {
 			a.grant.expires = a.lock.AcquiredAt.Add(a.lock.Lease)
-			a.renewedAt = r.stampLocked(a, a.lock.AcquiredAt, byStep)
+			if at.IsZero() {
+				at = r.stampLocked(a, a.lock.AcquiredAt, false)
+			}
+			a.renewedAt = at
 			r.snapLocked(a.renewedAt, true, a.lock.Value(), a.grant.expires)
 		}
 		r.mu.Unlock()
@@ -938,14 +943,13 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 		if !r.p.renewable || now.Before(next) {
 			continue
 		}
-		// This renewal's time on the model's clock: when due, or later
-		// (after a pause) when it is later by more than jitter.
+		// This renewal's time on the model's clock: when due, or now
+		// (after a pause) when that is later by more than jitter. The
+		// renewer runs on the model's clock, so its real time is that.
 		at := next
-		r.mu.Lock()
-		if late := r.stampLocked(a, now, false); late.Sub(next) > LiveTolerance {
-			at = late
+		if now.Sub(next) > LiveTolerance {
+			at = now
 		}
-		r.mu.Unlock()
 		if !boundEnd.IsZero() && !at.Before(boundEnd) {
 			r.event(a.name, "renew", false, 0, "renewal bound reached: renewals stop")
 			if r.sc.Guards.CancelOnLoss {
@@ -953,7 +957,7 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 			}
 			return
 		}
-		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}, false) {
+		switch r.renewOnce(a, partClient{UniversalClient: r.o.Client, r: r, a: a}, at) {
 		case renewOK:
 			next = at.Add(every)
 		case renewRetry:
@@ -977,13 +981,13 @@ const (
 
 // renewOnce is one renewal: lockcore's owner-checked Renew, or a blind
 // PEXPIRE (after a GET, only to see whose key it extends).
-func (r *liveRun) renewOnce(a *liveActor, client partClient, byStep bool) renewOutcome {
+func (r *liveRun) renewOnce(a *liveActor, client partClient, at time.Time) renewOutcome {
 	sent := time.Now()
 	if r.sc.Guards.OwnerCheck {
 		err := a.lock.Renew(r.ctx)
 		switch {
 		case err == nil:
-			r.renewed(a, nil, byStep)
+			r.renewed(a, nil, at)
 			return renewOK
 		case errors.Is(err, lockcore.ErrNotHeld):
 			r.event(a.name, "renew", false, 0, "refused: not owner or the key is gone")
@@ -1011,14 +1015,14 @@ func (r *liveRun) renewOnce(a *liveActor, client partClient, byStep bool) renewO
 		if g := r.grantOf(v); g != nil {
 			r.mu.Lock()
 			g.expires = sent.Add(a.lock.Lease)
-			r.snapLocked(r.stampLocked(a, sent, byStep), true, v, g.expires)
+			r.snapLocked(at, true, v, g.expires)
 			r.mu.Unlock()
 			r.violate(CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
 		}
 		r.event(a.name, "renew", true, 0, "blind PEXPIRE extended another holder's key")
 		return renewOK
 	}
-	r.renewed(a, nil, byStep)
+	r.renewed(a, nil, at)
 	return renewOK
 }
 

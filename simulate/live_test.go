@@ -178,9 +178,10 @@ func TestLiveEvents(t *testing.T) {
 		}
 		scenarios[name] = sc
 	}
-	// One partition inside another (one heal), and work that ends at the
-	// instant of a pause (work_done first).
-	for _, name := range []string{"partition-overlap", "work-ends-at-pause"} {
+	// One partition inside another (one heal), work that ends at the
+	// instant of a pause (work_done first), two acquires at one instant
+	// (the first listed gets the lock).
+	for _, name := range []string{"partition-overlap", "work-ends-at-pause", "same-instant-acquires"} {
 		data, err := os.ReadFile("testdata/live/" + name + ".yaml")
 		if err != nil {
 			t.Fatal(err)

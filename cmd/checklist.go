@@ -87,6 +87,9 @@ Redis cannot be reached. Never writes to Redis.`,
 			if err != nil {
 				return err
 			}
+			if err := emptyFlags(cmd, "value"); err != nil {
+				return err
+			}
 			opts := &ChecklistOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Value: value}
 			if opts.Policy, err = policySetting(f.Config); err != nil {
 				return err

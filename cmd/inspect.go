@@ -104,6 +104,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			opts.LeaseCap = pol.LeaseCap
+			if err := emptyFlags(cmd, "owner"); err != nil {
+				return err
+			}
 			if opts.ExpectOwner, err = parseOwner(owner); err != nil {
 				return err
 			}
@@ -147,11 +150,25 @@ func checkInspectArgs(opts *InspectOptions) error {
 	if opts.Search && len(opts.Values) == 0 {
 		return usageErrorf("--search needs a VALUE to search for")
 	}
+	if opts.Pattern != "" && (len(opts.Values) > 0 || len(opts.Keys) > 0) {
+		return usageErrorf("--pattern scans the keyspace on its own; give it without a VALUE or --key (run those as another inspect)")
+	}
 	if opts.Limit < 1 {
 		return usageErrorf("limit %d must be at least 1", opts.Limit)
 	}
 	if opts.Count < 1 {
 		return usageErrorf("count %d must be at least 1", opts.Count)
+	}
+	return nil
+}
+
+// emptyFlags refuses (exit 2) flags of names given as "": taken for left
+// out, they would turn a check off without a word (--owner "$UNSET").
+func emptyFlags(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
+			return usageErrorf("--%s is empty; give a value, or leave the flag out", name)
+		}
 	}
 	return nil
 }

@@ -30,12 +30,12 @@ func parseInspect(t *testing.T, args ...string) (*InspectOptions, *WatchOptions,
 }
 
 func TestInspectFlags(t *testing.T) {
-	o, _, err := parseInspect(t, "inspect", "order-1", "order-2", "--key", "a,b", "--key", "c", "--pattern", "lock:*", "--count", "200",
+	o, _, err := parseInspect(t, "inspect", "order-1", "order-2", "--key", "a,b", "--key", "c", "--count", "200",
 		"--fail-on", "warning", "--owner", "hex:00ff", "--lease-cap", "45s", "--field", "JobId", "--key-template", "job:{{{value}}}", "-o", "jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(o.Values, "|") != "order-1|order-2" || strings.Join(o.Keys, "|") != "a,b|c" || o.Pattern != "lock:*" || o.Count != 200 ||
+	if strings.Join(o.Values, "|") != "order-1|order-2" || strings.Join(o.Keys, "|") != "a,b|c" || o.Count != 200 ||
 		o.FailOn != "warning" || !bytes.Equal(o.ExpectOwner, []byte{0, 0xff}) || o.LeaseCap != 45*time.Second || o.Format != "jsonl" {
 		t.Errorf("options %+v", o)
 	}
@@ -53,6 +53,13 @@ func TestInspectFlags(t *testing.T) {
 	}
 	if ks, _ := o.KeySpec(false); ks.Keys("x").Lock != "env:x" || o.Count != 5000 || o.Limit != 100 || o.Format != "table" {
 		t.Errorf("env template / defaults: %q %+v", ks.Keys("x").Lock, o)
+	}
+	if o, _, err := parseInspect(t, "inspect", "--pattern", "lock:*"); err != nil || o.Pattern != "lock:*" {
+		t.Errorf("--pattern: %v %+v", err, o)
+	}
+	// A scan does not read the VALUEs or --keys given with it.
+	if _, _, err := parseInspect(t, "inspect", "x", "--pattern", "lock:*"); err == nil || !strings.Contains(err.Error(), "--pattern scans the keyspace on its own") {
+		t.Errorf("--pattern with a VALUE: %v", err)
 	}
 	if _, _, err := parseInspect(t, "inspect", "x", "--owner", "hex:zz"); err == nil || !strings.Contains(err.Error(), `owner "hex:zz" is not hex`) {
 		t.Errorf("bad --owner: %v", err)

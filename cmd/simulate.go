@@ -96,6 +96,9 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 			if err != nil {
 				return err
 			}
+			if err := emptyFlags(cmd, "prefix"); err != nil {
+				return err
+			}
 			opts := &SimulateOptions{Printer: f.newPrinter(format), List: list, Explore: explore,
 				ExploreOpts: simulate.ExploreOptions{Runs: runs, Seed: seed, Grid: grid, Random: cmd.Flags().Changed("runs") || cmd.Flags().Changed("seed")}}
 			if expect != "" {

@@ -112,6 +112,14 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 			case yes && !force:
 				return usageErrorf("--yes only confirms --force")
 			}
+			// hex:<bytes> for an owner that is not text, as inspect --owner.
+			b, err := parseOwner(owner)
+			if err != nil {
+				return err
+			}
+			if b != nil {
+				owner = string(b)
+			}
 			opts := &UnlockOptions{
 				IO: f.IO, InTTY: readerIsTerminal(f.IO.In), Printer: f.newPrinter(format), Redis: f.Redis,
 				Key: keys.Lock, KeysFor: buildKeys, Owner: owner, Force: force, Yes: yes,
@@ -125,7 +133,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
 	f.addLockCompletion(cmd)
-	fl.StringVar(&owner, "owner", "", "owner token (or whole value) that must hold the lock")
+	fl.StringVar(&owner, "owner", "", "owner token (or whole value) that must hold the lock; hex:... for raw bytes")
 	fl.BoolVar(&force, "force", false, "delete whatever holds the lock, after confirmation")
 	fl.BoolVarP(&yes, "yes", "y", false, "confirm --force without a prompt")
 	addKeyFlags(cmd)

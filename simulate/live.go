@@ -157,6 +157,10 @@ type liveActor struct {
 	modelShift time.Duration
 	freeAt     time.Time
 	blocking   bool
+	// rank is the model's order of processes (1 first); waiting that it
+	// waits to acquire, after a first refusal.
+	rank    int
+	waiting bool
 }
 
 type liveRun struct {
@@ -306,6 +310,20 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 		a.steps = append(a.steps, liveStep{Step: st, idx: i, before: before})
 	}
 	slices.SortStableFunc(faults, func(x, y liveStep) int { return int(x.AtMS - y.AtMS) })
+	// The model's order of processes: by first step in time, then in the
+	// file; it serves waiting acquires in that order.
+	byTime := make([]int, len(sc.Steps))
+	for i := range byTime {
+		byTime[i] = i
+	}
+	slices.SortStableFunc(byTime, func(x, y int) int { return int(sc.Steps[x].AtMS - sc.Steps[y].AtMS) })
+	rank := 0
+	for _, i := range byTime {
+		if a := byName[sc.Steps[i].Actor]; a != nil && a.rank == 0 {
+			rank++
+			a.rank = rank
+		}
+	}
 	r.start = time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(r.actors)+1)
@@ -726,12 +744,13 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		}
 		// A waiter is served last at an instant, as in the model: after
 		// everything else due by now (real now: a little later than the
-		// model's, by the jitter, so what is due at the instant is in).
+		// model's, by the jitter, so what is due at the instant is in), and
+		// after the waiters before it in the model's order.
 		for !first {
 			r.mu.Lock()
-			ahead := r.aheadLocked(a, time.Now(), math.MaxInt)
+			ahead := r.aheadLocked(a, time.Now(), math.MaxInt) || r.waiterBeforeLocked(a)
 			r.mu.Unlock()
-			if !ahead {
+			if !ahead || time.Now().After(deadline) {
 				break
 			}
 			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
@@ -743,6 +762,7 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		r.setBlocking(a, false)
 		switch {
 		case err == nil:
+			r.setWaiting(a, false)
 			r.granted(a, lock, sent, first)
 			return nil
 		case errors.Is(err, lockcore.ErrNotObtained), errors.Is(err, errPartitioned):
@@ -752,12 +772,14 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 				r.event(a.name, "acquire", false, 0, r.refusal(err))
 				return nil
 			case time.Now().After(deadline):
+				r.setWaiting(a, false)
 				r.event(a.name, "acquire", false, 0, "gave up after waiting "+fmtMS(r.virtual(time.Now())-r.virtual(began)))
 				return nil
 			case first:
 				r.event(a.name, "acquire", false, 0, r.refusal(err)+"; retrying for up to "+fmtMS(st.WaitMS))
 			}
 			first = false
+			r.setWaiting(a, true)
 			// Waiting, as in the model: faults due now need not wait for it.
 			r.setBlocking(a, true)
 			if !r.sleepUntil(time.Now().Add(retry)) {
@@ -1223,6 +1245,25 @@ func (r *liveRun) pendingLocked(t time.Time) bool {
 	due := func(at time.Time) bool { return !at.IsZero() && !at.After(t) }
 	for _, b := range r.actors {
 		if !b.crashed && !time.Now().Before(b.pausedUntil) && (due(b.renewDue) || due(b.busyUntil)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *liveRun) setWaiting(a *liveActor, w bool) {
+	r.mu.Lock()
+	a.waiting = w
+	r.mu.Unlock()
+}
+
+// waiterBeforeLocked reports whether a process before a in the model's
+// order also waits to acquire and could be served now (not paused, crashed
+// or partitioned): the model serves it first. r.mu must be held.
+func (r *liveRun) waiterBeforeLocked(a *liveActor) bool {
+	now := time.Now()
+	for _, b := range r.actors {
+		if b.rank < a.rank && b.waiting && !b.crashed && !now.Before(b.pausedUntil) && !now.Before(b.partUntil) {
 			return true
 		}
 	}

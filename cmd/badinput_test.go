@@ -82,6 +82,7 @@ func TestBadInput(t *testing.T) {
 		{"HSET", "lock:OrderId:corpus-hash", "owner", "x"},
 		{"RPUSH", "lock:OrderId:corpus-list", "x"},
 		{"SET", "lock:OrderId:corpus-held", "7:0123456789abcdef0123456789abcdef", "PX", 600000},
+		{"SET", "{lock:OrderId:corpus-badfence}:fence", "notint"},
 		// Terminal control sequences in a key name and an owner token.
 		{"SET", "lock:OrderId:corpus-esc\x1b]0;pwned\x07", "1:own\x1b[2Jer", "PX", 600000},
 		{"SET", "lock:OrderId:corpus-esc2", "1:own\x1b[2J\rer\u009b", "PX", 600000},

@@ -366,9 +366,12 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	}
 	lock, err := lockcore.NewLocker(conn.Client).AcquireWait(ctx, opts.Keys, opts.Lease.Lease, opts.Wait, opts.Backoff)
 	var held *lockcore.HeldError
+	var badFence *lockcore.FenceCounterError
 	switch {
 	case errors.As(err, &held):
 		return &ExitError{Code: ExitNotObtained, Err: heldMessage(held, opts.Wait)}
+	case errors.As(err, &badFence): // the server answered: the keyspace is wrong, not the connection
+		return &ExitError{Code: ExitUsage, Err: badFence, Hint: fmt.Sprintf("See it with: lockctl inspect --key %q", badFence.Key)}
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,18 @@ var (
 	// owner holds it. Renew and Release return it.
 	ErrNotHeld = errors.New("lock not held")
 )
+
+// FenceCounterError is returned by Acquire when the fence counter cannot be
+// incremented: it holds no integer, is at 2^63-1, or is another type. No key
+// is written. Reason is Redis's error.
+type FenceCounterError struct {
+	Key    string
+	Reason string
+}
+
+func (e *FenceCounterError) Error() string {
+	return fmt.Sprintf("fence counter %q cannot be incremented (%s); it must hold an integer above every fence already issued", e.Key, e.Reason)
+}
 
 // HeldError is returned by Acquire when the key exists. It matches
 // ErrNotObtained with errors.Is.
@@ -89,13 +102,26 @@ type Lock struct {
 	AcquiredAt time.Time
 }
 
+// errorReply is the text of a Redis error reply err carries, or "". A
+// script's error_reply may come back with the script's location appended
+// ("... script: <sha>, on @user_script:12."), which is cut.
+func errorReply(err error) string {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return ""
+	}
+	msg, _, _ := strings.Cut(re.Error(), " script: ")
+	return msg
+}
+
 // Value returns the exact bytes stored at the lock key: "<fence>:<owner>".
 func (l *Lock) Value() string { return FormatValue(l.Fence, l.Owner) }
 
 // Acquire takes the lock at keys.Lock for one lease with a fresh owner token:
 // SET NX PX plus INCR of the fence counter in one script. The lease is sent in
 // ms and must be at least 1 ms. It returns a *HeldError (errors.Is
-// ErrNotObtained) when the key exists, or the client's error.
+// ErrNotObtained) when the key exists, a *FenceCounterError when the fence
+// counter cannot be incremented, or the client's error.
 func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (*Lock, error) {
 	if lease < time.Millisecond {
 		return nil, fmt.Errorf("lease %s is under 1ms", lease)
@@ -103,6 +129,9 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 	owner := NewOwnerToken()
 	start := time.Now()
 	res, err := acquireScript().Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
+	if reason, ok := strings.CutPrefix(errorReply(err), "BADFENCE "); ok {
+		return nil, &FenceCounterError{Key: keys.Fence, Reason: reason}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,30 @@ func TestAcquireLargeFence(t *testing.T) {
 	}
 }
 
+// A fence counter INCR refuses is a *FenceCounterError naming the key and
+// Redis's reason (no script SHA), and nothing is written.
+func TestAcquireBadFenceCounter(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	for _, set := range []func(k string){
+		func(k string) { rdb.Set(ctx, k, "notint", 0) },
+		func(k string) { rdb.Set(ctx, k, "9223372036854775807", 0) },
+		func(k string) { rdb.HSet(ctx, k, "f", "v") },
+	} {
+		keys := testKeys(t)
+		set(keys.Fence)
+		_, err := NewLocker(rdb).Acquire(ctx, keys, time.Second)
+		var fe *FenceCounterError
+		if !errors.As(err, &fe) || fe.Key != keys.Fence || fe.Reason == "" || strings.Contains(err.Error(), "script") {
+			t.Errorf("acquire over a bad fence counter: %v", err)
+		}
+		if rdb.Exists(ctx, keys.Lock).Val() != 0 {
+			t.Error("the lock key was written")
+		}
+		rdb.Del(ctx, keys.Fence)
+	}
+}
+
 // cases.md 2 and 3: an expired holder can neither release nor renew the next holder's lock.
 func TestOldHolderCannotTouchNewHolder(t *testing.T) {
 	ctx := context.Background()

@@ -12,6 +12,11 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   return {pttl, redis.call('TYPE', KEYS[1])['ok']}
 end
-local fence = redis.call('INCR', KEYS[2])
+-- A fence counter INCR refuses (not an integer, at 2^63-1, another type) is
+-- an error reply "BADFENCE <Redis's error>", and nothing is written.
+local fence = redis.pcall('INCR', KEYS[2])
+if type(fence) == 'table' then
+  return redis.error_reply('BADFENCE ' .. fence.err)
+end
 redis.call('SET', KEYS[1], string.format('%d:%s', fence, ARGV[1]), 'PX', ARGV[2])
 return fence

@@ -759,10 +759,10 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		}
 		sent := time.Now()
 		lock, err := locker.Acquire(r.ctx, r.keys, lease)
-		r.setBlocking(a, false)
+		r.locked(func() { a.blocking = false })
 		switch {
 		case err == nil:
-			r.setWaiting(a, false)
+			r.locked(func() { a.waiting = false })
 			r.granted(a, lock, sent, first)
 			return nil
 		case errors.Is(err, lockcore.ErrNotObtained), errors.Is(err, errPartitioned):
@@ -772,16 +772,16 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 				r.event(a.name, "acquire", false, 0, r.refusal(err))
 				return nil
 			case time.Now().After(deadline):
-				r.setWaiting(a, false)
+				r.locked(func() { a.waiting = false })
 				r.event(a.name, "acquire", false, 0, "gave up after waiting "+fmtMS(r.virtual(time.Now())-r.virtual(began)))
 				return nil
 			case first:
 				r.event(a.name, "acquire", false, 0, r.refusal(err)+"; retrying for up to "+fmtMS(st.WaitMS))
 			}
 			first = false
-			r.setWaiting(a, true)
+			r.locked(func() { a.waiting = true })
 			// Waiting, as in the model: faults due now need not wait for it.
-			r.setBlocking(a, true)
+			r.locked(func() { a.blocking = true })
 			if !r.sleepUntil(time.Now().Add(retry)) {
 				return r.ctx.Err()
 			}
@@ -910,7 +910,7 @@ func (r *liveRun) renewed(a *liveActor, err error, at time.Time) {
 // cancel-on-loss it cancels the work when the lease can no longer be proven.
 func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.CancelCauseFunc, stop, done chan struct{}) {
 	defer close(done)
-	defer r.setRenewDue(a, time.Time{})
+	defer r.locked(func() { a.renewDue = time.Time{} })
 	// On the model's clock (as stamped), as the model's renewer: the budget
 	// and the bound count from the grant, a renewal from the one before (or
 	// from the wake-up it waited for), a failed one is retried after the
@@ -931,7 +931,7 @@ func (r *liveRun) renewLoop(a *liveActor, ctx context.Context, cancel context.Ca
 	for {
 		wait := time.Hour
 		if r.p.renewable {
-			r.setRenewDue(a, next)
+			r.locked(func() { a.renewDue = next })
 			wait = time.Until(next)
 		}
 		if r.sc.Guards.CancelOnLoss {
@@ -1231,10 +1231,11 @@ func (r *liveRun) aheadLocked(self *liveActor, t time.Time, idx int) bool {
 	return false
 }
 
-func (r *liveRun) setRenewDue(a *liveActor, t time.Time) {
+// locked runs f with r.mu held.
+func (r *liveRun) locked(f func()) {
 	r.mu.Lock()
-	a.renewDue = t
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	f()
 }
 
 // pendingLocked reports whether a renewal or the end of a work or call, due
@@ -1251,12 +1252,6 @@ func (r *liveRun) pendingLocked(t time.Time) bool {
 	return false
 }
 
-func (r *liveRun) setWaiting(a *liveActor, w bool) {
-	r.mu.Lock()
-	a.waiting = w
-	r.mu.Unlock()
-}
-
 // waiterBeforeLocked reports whether a process before a in the model's
 // order also waits to acquire and could be served now (not paused, crashed
 // or partitioned): the model serves it first. r.mu must be held.
@@ -1268,12 +1263,6 @@ func (r *liveRun) waiterBeforeLocked(a *liveActor) bool {
 		}
 	}
 	return false
-}
-
-func (r *liveRun) setBlocking(a *liveActor, b bool) {
-	r.mu.Lock()
-	a.blocking = b
-	r.mu.Unlock()
 }
 
 // woke records a's wake-up event, once per pause, by whichever of its

@@ -446,12 +446,12 @@ func inspectTable(t *TableView, rep inspect.Report, summary bool) {
 	}
 	for _, l := range rep.Locks {
 		if d := holderLine(l); d != "" {
-			t.Line("%s: %s", l.Key, d)
+			t.Line("%s: %s", oneLineText(l.Key), oneLineText(d))
 		}
 	}
 	for _, l := range rep.Locks {
 		for _, f := range l.Findings {
-			t.Line("%s %s %s: %s; %s", st.Level(string(f.Severity)), f.Code, l.Key, f.Message, f.Reason)
+			t.Line("%s %s %s: %s; %s", st.Level(string(f.Severity)), f.Code, oneLineText(l.Key), oneLineText(f.Message), f.Reason)
 		}
 	}
 	if summary {

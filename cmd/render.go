@@ -51,12 +51,14 @@ type Printer struct {
 	Out    io.Writer
 	TTY    bool
 	Styles *Styles
+	// Color: our SGR colour sequences are on (see controlEscaper).
+	Color bool
 }
 
 // newPrinter returns the printer for this invocation's stdout.
 func (f *Factory) newPrinter(format string) *Printer {
 	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor))
-	return &Printer{Format: format, Out: &controlEscaper{w: f.IO.Out, sgr: color}, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color)}
+	return &Printer{Format: format, Out: &controlEscaper{w: f.IO.Out, sgr: color}, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color), Color: color}
 }
 
 // controlEscaper writes text with every control character written as \xNN
@@ -215,7 +217,32 @@ func (t *TableView) Table(header []string, rows [][]string) {
 	if t.err != nil {
 		return
 	}
-	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Styles, header, rows)
+	shown := make([][]string, len(rows))
+	for r, row := range rows {
+		shown[r] = make([]string, len(row))
+		for c, cell := range row {
+			shown[r][c] = escapeCell(cell, t.p.Color)
+		}
+	}
+	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Styles, header, shown)
+}
+
+// escapeCell writes a table cell's control characters as controlEscaper
+// does, and its line breaks as \n, before the columns are measured: a key
+// or owner read from Redis with a newline in it would start a row of its
+// own, and an escape sequence measured as zero width would shift the
+// columns once escaped.
+func escapeCell(cell string, sgr bool) string {
+	cell = strings.ReplaceAll(cell, "\n", `\n`)
+	var b strings.Builder
+	_, _ = (&controlEscaper{w: &b, sgr: sgr}).Write([]byte(cell))
+	return b.String()
+}
+
+// oneLineText writes the line breaks of a text read from Redis (a key, a
+// message quoting one) as \n and \r, so that it stays on its line.
+func oneLineText(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
 }
 
 // renderTable writes a table with header row: on a terminal with rounded

@@ -63,3 +63,22 @@ func TestRenderTable(t *testing.T) {
 		}
 	}
 }
+
+// A key or owner read from Redis with a newline or an escape sequence in it
+// stays on its row, and the columns line up with the escaped text.
+func TestTableEscapesCells(t *testing.T) {
+	var sb strings.Builder
+	p := &Printer{Format: formatTable, Out: &controlEscaper{w: &sb}, Styles: newStyles(&sb, false)}
+	err := p.Print(nil, func(tv *TableView) {
+		tv.Table([]string{"key", "owner"}, [][]string{{"lock:a\nFAKE LINE", "\x1b[31mRED"}, {"lock:b", "x"}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "KEY                OWNER\n" +
+		`lock:a\nFAKE LINE  \x1b[31mRED` + "\n" +
+		"lock:b             x\n"
+	if sb.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", sb.String(), want)
+	}
+}

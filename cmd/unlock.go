@@ -283,7 +283,7 @@ func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 // confirms. Ctrl-C at the prompt returns ctx's error (exit 130), not a
 // declined answer.
 func confirm(ctx context.Context, io *IOStreams, res UnlockResult) (bool, error) {
-	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", res.Key, holderText(res))
+	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", escapeCell(res.Key, false), escapeCell(holderText(res), false))
 	answer := make(chan string, 1)
 	go func() { // left blocked on the terminal if ctx ends first; lockctl exits
 		line, _ := bufio.NewReader(io.In).ReadString('\n')
@@ -317,17 +317,17 @@ func holderText(res UnlockResult) string {
 func unlockSentence(res UnlockResult, st *Styles) string {
 	switch res.Verdict {
 	case UnlockOwned:
-		return fmt.Sprintf("%s %s: the owner still held it (%s)", st.OK.Render("deleted"), res.Key, holderText(res))
+		return fmt.Sprintf("%s %s: the owner still held it (%s)", st.OK.Render("deleted"), oneLineText(res.Key), oneLineText(holderText(res)))
 	case UnlockForced:
-		return fmt.Sprintf("%s %s (forced): removed %s", st.Warn.Render("deleted"), res.Key, holderText(res))
+		return fmt.Sprintf("%s %s (forced): removed %s", st.Warn.Render("deleted"), oneLineText(res.Key), oneLineText(holderText(res)))
 	case UnlockAbsent:
-		return fmt.Sprintf("nothing deleted: %s does not exist", res.Key)
+		return fmt.Sprintf("nothing deleted: %s does not exist", oneLineText(res.Key))
 	case UnlockChanged:
-		return fmt.Sprintf("%s: %s changed between the read and the delete", st.Error.Render("nothing deleted"), res.Key)
+		return fmt.Sprintf("%s: %s changed between the read and the delete", st.Error.Render("nothing deleted"), oneLineText(res.Key))
 	case UnlockDeclined:
-		return fmt.Sprintf("nothing deleted: %s kept (not confirmed)", res.Key)
+		return fmt.Sprintf("nothing deleted: %s kept (not confirmed)", oneLineText(res.Key))
 	}
-	return fmt.Sprintf("%s: %s is not held by that owner (%s)", st.Error.Render("nothing deleted"), res.Key, holderText(res))
+	return fmt.Sprintf("%s: %s is not held by that owner (%s)", st.Error.Render("nothing deleted"), oneLineText(res.Key), oneLineText(holderText(res)))
 }
 
 // unlockRows is the pure row builder of the unlock table.

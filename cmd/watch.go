@@ -199,5 +199,5 @@ func watchLine(st *Styles, e inspect.Event) string {
 	case inspect.EventAcquired, inspect.EventRenewed, inspect.EventHeld:
 		word = st.OK.Render(word)
 	}
-	return e.At + " " + word + " " + e.Key + ": " + e.Message
+	return e.At + " " + word + " " + oneLineText(e.Key) + ": " + oneLineText(e.Message)
 }

@@ -137,15 +137,8 @@ func checkInspectArgs(opts *InspectOptions) error {
 	if len(opts.Values) == 0 && len(opts.Keys) == 0 && opts.Pattern == "" {
 		return usageErrorf("give a VALUE (e.g. order-demo-001), --key KEY or --pattern GLOB")
 	}
-	for _, v := range opts.Values {
-		if v == "" {
-			return usageErrorf("value %q is empty: the key template would build a key without it", v)
-		}
-	}
-	for _, k := range opts.Keys {
-		if k == "" {
-			return usageErrorf("--key %q is empty; give an exact Redis key", k)
-		}
+	if err := checkValuesKeys(opts.Values, opts.Keys); err != nil {
+		return err
 	}
 	if opts.Search && len(opts.Values) == 0 {
 		return usageErrorf("--search needs a VALUE to search for")
@@ -158,6 +151,21 @@ func checkInspectArgs(opts *InspectOptions) error {
 	}
 	if opts.Count < 1 {
 		return usageErrorf("count %d must be at least 1", opts.Count)
+	}
+	return nil
+}
+
+// checkValuesKeys refuses an empty VALUE or --key (inspect, watch).
+func checkValuesKeys(values, keys []string) error {
+	for _, v := range values {
+		if v == "" {
+			return usageErrorf("value %q is empty: the key template would build a key without it", v)
+		}
+	}
+	for _, k := range keys {
+		if k == "" {
+			return usageErrorf("--key %q is empty; give an exact Redis key", k)
+		}
 	}
 	return nil
 }

@@ -68,10 +68,8 @@ with one line on stderr, before watch gives up with exit 3.`,
 			if len(args) == 0 && len(keys) == 0 {
 				return usageErrorf("give a VALUE (e.g. order-demo-001) or --key KEY")
 			}
-			for _, v := range append(append([]string{}, args...), keys...) {
-				if v == "" {
-					return usageErrorf("value %q is empty; give a business value or an exact --key", v)
-				}
+			if err := checkValuesKeys(args, keys); err != nil {
+				return err
 			}
 			if opts.Interval, err = lockcore.ParsePositiveDuration(interval); err != nil {
 				return usageErrorf("interval %s", err)

@@ -298,7 +298,11 @@ func (ps PolicySpec) resolve() (leaseParams, error) {
 		return p, fmt.Errorf("policy needs a lease or a budget")
 	}
 	if p.lease < 1 {
-		return p, fmt.Errorf("lease %s is under 1ms", lockcore.FormatDuration(time.Duration(p.lease)*time.Millisecond))
+		given := ps.Lease
+		if ps.Budget > 0 {
+			given = time.Duration(p.lease) * time.Millisecond
+		}
+		return p, fmt.Errorf("lease %s is under 1ms", given)
 	}
 	if p.renewable && p.renewEvery < 1 {
 		// The virtual clock counts whole ms: a 0ms renewal interval would

@@ -832,8 +832,9 @@ func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time, byS
 	r.startRenewer(a)
 }
 
-// liveLease is the policy's lease in real time, for lockcore.Keeper.
-// A renewer measures the budget and the bound from the lock's last renewal
+// liveLease is the policy's lease in real time, for lockcore.Keeper (the
+// other renewers use renewLoop's model clock). The Keeper measures the
+// budget and the bound from the lock's last renewal
 // (its AcquiredAt when it starts); one restarted after a pause gets what is
 // left of them since a's first acquire, at least 1ns (0 would mean none).
 func (r *liveRun) liveLease(a *liveActor) lockcore.Lease {
@@ -1428,10 +1429,12 @@ func (r *liveRun) snapLocked(at time.Time, present bool, value string, expires t
 }
 
 // stampLocked is when a change a made at t counts as made on the model's
-// clock (in real time), for a failover to compare with its own time less the
-// replication lag: the step's time (stepAt) for a change its step made at
-// once (byStep), else t less the scheduling jitter a's steps have gathered,
-// which the model does not have. r.mu must be held.
+// clock (in real time): for failover snapshots (compared with the
+// failover's time less the replication lag), the grant and renewal times
+// renewLoop counts from, and the end of cancelled work. It is the step's
+// time (stepAt) for a change its step made at once (byStep), else t less
+// the scheduling jitter a's steps have gathered, which the model does not
+// have. r.mu must be held.
 func (r *liveRun) stampLocked(a *liveActor, t time.Time, byStep bool) time.Time {
 	if byStep {
 		return a.stepAt

@@ -256,6 +256,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdInspect(f, nil),
 		NewCmdWatch(f, nil),
 	)
+	root.SetHelpCommand(newCmdHelp())
 	// --version as gh and etcdctl offer it, the same line as `lockctl version`.
 	root.SetVersionTemplate(versionLine(currentVersion()) + "\n")
 	root.InitDefaultCompletionCmd()
@@ -291,5 +292,35 @@ func checkArgs(c *cobra.Command) {
 	}
 	for _, sub := range c.Commands() {
 		checkArgs(sub)
+	}
+}
+
+// newCmdHelp is cobra's help command, but an unknown topic is exit 2 with
+// one line (cobra's prints the root's help and exits 0, so a typo in a
+// script goes unseen).
+func newCmdHelp() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			var names []string
+			if len(args) == 0 {
+				for _, sub := range c.Root().Commands() {
+					if sub.IsAvailableCommand() {
+						names = append(names, sub.Name())
+					}
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || (cmd == c.Root() && len(rest) > 0) {
+				return usageErrorf("unknown help topic %q; 'lockctl help' lists the commands", strings.Join(args, " "))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
 	}
 }

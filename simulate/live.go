@@ -429,18 +429,10 @@ func (r *liveRun) program(a *liveActor) error {
 		if !r.sleepUntil(maxTime(due, at)) {
 			return r.ctx.Err()
 		}
-		for {
-			// Its turn, as in the model: after the faults listed before
-			// it, and what else is due before it (aheadLocked).
-			r.mu.Lock()
-			ready := r.applied >= ls.before && !r.aheadLocked(a, at, ls.idx)
-			r.mu.Unlock()
-			if ready {
-				break
-			}
-			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
-				return r.ctx.Err()
-			}
+		// Its turn, as in the model: after the faults listed before it,
+		// and what else is due before it (aheadLocked).
+		if !r.await(func() bool { return r.applied >= ls.before && !r.aheadLocked(a, at, ls.idx) }) {
+			return r.ctx.Err()
 		}
 		inFlight := false
 		for {
@@ -746,16 +738,10 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		// everything else due by now (real now: a little later than the
 		// model's, by the jitter, so what is due at the instant is in), and
 		// after the waiters before it in the model's order.
-		for !first {
-			r.mu.Lock()
-			ahead := r.aheadLocked(a, time.Now(), math.MaxInt) || r.waiterBeforeLocked(a)
-			r.mu.Unlock()
-			if !ahead || time.Now().After(deadline) {
-				break
-			}
-			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
-				return r.ctx.Err()
-			}
+		if !first && !r.await(func() bool {
+			return time.Now().After(deadline) || !r.aheadLocked(a, time.Now(), math.MaxInt) && !r.waiterBeforeLocked(a)
+		}) {
+			return r.ctx.Err()
 		}
 		sent := time.Now()
 		lock, err := locker.Acquire(r.ctx, r.keys, lease)
@@ -1197,11 +1183,17 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 // awaitSteps waits until it is the fault f's turn (aheadLocked); it
 // returns false when the run's context ends.
 func (r *liveRun) awaitSteps(f liveStep) bool {
+	return r.await(func() bool { return !r.aheadLocked(nil, r.real(f.AtMS), f.idx) })
+}
+
+// await polls cond, with r.mu held, every 50µs until it holds; it returns
+// false when the run's context ends first.
+func (r *liveRun) await(cond func() bool) bool {
 	for {
 		r.mu.Lock()
-		ahead := r.aheadLocked(nil, r.real(f.AtMS), f.idx)
+		ok := cond()
 		r.mu.Unlock()
-		if !ahead {
+		if ok {
 			return true
 		}
 		if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
@@ -1304,20 +1296,14 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		// the wake-up to be done, in-flight step included, as in the model;
 		// a crashed process is not paused.
 		start := r.real(st.AtMS)
-		for {
-			r.mu.Lock()
-			crashed := a.crashed
-			waking := a.frozen && !start.Before(a.pausedUntil)
-			r.mu.Unlock()
-			if crashed {
-				return
-			}
-			if !waking {
-				break
-			}
-			if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
-				return
-			}
+		if !r.await(func() bool { return a.crashed || !(a.frozen && !start.Before(a.pausedUntil)) }) {
+			return
+		}
+		r.mu.Lock()
+		crashed := a.crashed
+		r.mu.Unlock()
+		if crashed {
+			return
 		}
 		r.stopRenewer(a) // a frozen process renews nothing
 		r.mu.Lock()

@@ -138,6 +138,12 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	return v, path, nil
 }
 
+// envName is the LOCKCTL_* variable of config key k (as loadConfig's
+// SetEnvKeyReplacer maps it): redis.tls_insecure → LOCKCTL_REDIS_TLS_INSECURE.
+func envName(k string) string {
+	return "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
+}
+
 // checkConfigEnv refuses a LOCKCTL_* variable that sets a true/false key to
 // anything strconv.ParseBool does not take (1, t, true, 0, f, false, in any
 // case): viper would read LOCKCTL_REDIS_CLUSTER=maybe as false, silently,
@@ -147,7 +153,7 @@ func checkConfigEnv() error {
 		if _, isBool := configDefaults[k].(bool); !isBool {
 			continue
 		}
-		name := "LOCKCTL_" + strings.ToUpper(strings.ReplaceAll(k, ".", "_"))
+		name := envName(k)
 		if val, ok := os.LookupEnv(name); ok && val != "" {
 			if _, err := strconv.ParseBool(val); err != nil {
 				return usageErrorf("%s is %q; want true or false (or 1 or 0)", name, val)

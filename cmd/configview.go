@@ -86,7 +86,7 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	sort.Strings(keys)
 	view := ConfigView{ConfigFile: f.ConfigPath, Settings: make([]ConfigSetting, 0, len(keys))}
 	for _, k := range keys {
-		env := "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
+		env := envName(k)
 		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: "default", Env: env}
 		if k == keyRedisSentinel { // a string or a YAML list
 			s.Value = strings.Join(listSetting(f.Config, k), ",")

@@ -241,9 +241,9 @@ func escapeCell(cell string, sgr bool) string {
 
 // oneLineText writes the line breaks of a text read from Redis (a key, a
 // message quoting one) as \n and \r, so that it stays on its line.
-func oneLineText(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
-}
+func oneLineText(s string) string { return lineBreaks.Replace(s) }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // renderTable writes a table with header row: on a terminal with rounded
 // borders, into a pipe as plain columns two spaces apart with no trailing

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -48,7 +49,9 @@ type UnlockOptions struct {
 // (README.md). Owner and fence are parsed from a "<fence>:<owner>" value;
 // other values are shown raw in value with fence null.
 type UnlockResult struct {
-	Key     string `json:"key"`
+	Key string `json:"key"`
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (inspect.KeyHex).
+	KeyHex  string `json:"key_hex,omitempty"`
 	Verdict string `json:"verdict"`
 	Deleted bool   `json:"deleted"`
 	// Type is the Redis type found at the key ("none" when absent).
@@ -229,7 +232,7 @@ func ownedBy(value, token string) bool {
 
 // readLock reads type, value and PTTL of key (read-only).
 func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockResult, error) {
-	res := UnlockResult{Key: key}
+	res := UnlockResult{Key: key, KeyHex: inspect.KeyHex(key)}
 	var err error
 	if res.Type, err = c.Type(ctx, key).Result(); err != nil {
 		return res, err

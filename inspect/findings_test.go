@@ -237,14 +237,18 @@ func TestHugeValueTruncated(t *testing.T) {
 	}
 }
 
-// Non-UTF-8 values are shown as hex with BINARY_VALUE.
+// Non-UTF-8 values are shown as hex with BINARY_VALUE, and a non-UTF-8 key
+// gets its hex in key_hex.
 func TestNonUTF8(t *testing.T) {
 	c := client(t)
-	k := "t:" + t.Name()
+	k := "t:\xff" + t.Name()
 	must(t, c.Set(ctx, k, "\xc3\x28\xa0\xa1", time.Minute).Err())
 	l := readOne(t, c, k, inspect.Options{})
 	if l.Owner != "" || l.OwnerHex != "c328a0a1" || !hasFinding(l, inspect.BINARY_VALUE) {
 		t.Errorf("owner %q hex %q findings %s", l.Owner, l.OwnerHex, codes(l))
+	}
+	if l.KeyHex != hex.EncodeToString([]byte(k)) {
+		t.Errorf("key %q: key_hex %q", k, l.KeyHex)
 	}
 }
 

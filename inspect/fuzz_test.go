@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
@@ -11,7 +12,8 @@ import (
 // FuzzAnalyze feeds the layout detector arbitrary types, values, hash fields
 // and TTLs: it must not panic, must name a layout and a confidence, must give
 // every finding a known severity, and its report must encode as JSON with a
-// valid UTF-8 owner (raw bytes go to owner_hex).
+// valid UTF-8 owner (raw bytes go to owner_hex) and a key_hex beside every
+// key that is not UTF-8.
 func FuzzAnalyze(f *testing.F) {
 	f.Add("lock:OrderId:order-demo-001", "string", int64(41234), []byte("34:0123456789abcdef0123456789abcdef"), "", "", "34")
 	f.Add("concurrent-test2", "hash", int64(30000), []byte(nil), "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", "1", "")
@@ -47,5 +49,22 @@ func FuzzAnalyze(f *testing.F) {
 		if _, err := json.Marshal(l); err != nil {
 			t.Fatalf("report does not encode: %v", err)
 		}
+		checkKeyHex(t, l.Key, l.KeyHex)
+		for _, c := range l.Companions {
+			checkKeyHex(t, c.Key, c.KeyHex)
+		}
 	})
+}
+
+// checkKeyHex fails unless keyHex is "" for a UTF-8 key and the key's exact
+// bytes in hex otherwise.
+func checkKeyHex(t *testing.T, key, keyHex string) {
+	t.Helper()
+	want := ""
+	if !utf8.ValidString(key) {
+		want = hex.EncodeToString([]byte(key))
+	}
+	if keyHex != want {
+		t.Fatalf("key %q: key_hex %q, want %q", key, keyHex, want)
+	}
 }

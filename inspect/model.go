@@ -8,7 +8,11 @@
 // (Differ). Nothing here prints, reads flags or exits.
 package inspect
 
-import "time"
+import (
+	"encoding/hex"
+	"time"
+	"unicode/utf8"
+)
 
 // Confidence says how sure a layout detection is.
 type Confidence string
@@ -86,8 +90,10 @@ type Fence struct {
 // Companion is a key a layout keeps next to the lock (fence counter, signal
 // list, wait queue), with what was found there.
 type Companion struct {
-	Role   string `json:"role"`
-	Key    string `json:"key"`
+	Role string `json:"role"`
+	Key  string `json:"key"`
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	KeyHex string `json:"key_hex,omitempty"`
 	Type   string `json:"type"`
 	Exists bool   `json:"exists"`
 	PTTLMS int64  `json:"pttl_ms"`
@@ -97,7 +103,9 @@ type Companion struct {
 // Lock is the inspection of one key: the stable JSON shape of
 // `lockctl inspect -o json` (README.md, "inspect").
 type Lock struct {
-	Key    string `json:"key"`
+	Key string `json:"key"`
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	KeyHex string `json:"key_hex,omitempty"`
 	Type   string `json:"type"`
 	Exists bool   `json:"exists"`
 	// PTTLMS is the remaining TTL in ms; -1 no expiry, -2 no key.
@@ -128,6 +136,17 @@ type Lock struct {
 	// Truncated says only part of a large value was read.
 	Truncated bool      `json:"truncated,omitempty"`
 	Findings  []Finding `json:"findings"`
+}
+
+// KeyHex returns key's bytes in lowercase hex when key is not valid UTF-8,
+// else "". JSON and YAML can only show such bytes as U+FFFD, which names no
+// key; the hex names it exactly. Shown as key_hex beside each key read from
+// Redis or given on the command line (omitted for UTF-8 keys).
+func KeyHex(key string) string {
+	if utf8.ValidString(key) {
+		return ""
+	}
+	return hex.EncodeToString([]byte(key))
 }
 
 // Worst returns the highest severity among the lock's findings, or "".

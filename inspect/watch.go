@@ -64,9 +64,11 @@ func SampleOf(l Lock, at time.Time) Sample {
 
 // Event is one line of `lockctl watch -o jsonl`.
 type Event struct {
-	At    string `json:"at"`
-	Key   string `json:"key"`
-	Event string `json:"event"`
+	At  string `json:"at"`
+	Key string `json:"key"`
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	KeyHex string `json:"key_hex,omitempty"`
+	Event  string `json:"event"`
 	// Owner is the owner token (printable, else hex).
 	Owner         string `json:"owner,omitempty"`
 	PreviousOwner string `json:"previous_owner,omitempty"`
@@ -173,7 +175,7 @@ func (d *Differ) newOwner(s Sample) {
 }
 
 func (d *Differ) event(kind string, cur Sample, prev *Sample, format string, args ...any) Event {
-	e := Event{At: rfc3339ms(cur.At), Key: cur.Key, Event: kind, PTTLMS: cur.PTTLMS, Fence: cur.Fence, Message: fmt.Sprintf(format, args...)}
+	e := Event{At: rfc3339ms(cur.At), Key: cur.Key, KeyHex: KeyHex(cur.Key), Event: kind, PTTLMS: cur.PTTLMS, Fence: cur.Fence, Message: fmt.Sprintf(format, args...)}
 	if cur.Exists {
 		e.Owner = show(cur.Owner)
 		e.HeldMS = cur.At.Sub(d.ownerSince).Milliseconds()

@@ -80,9 +80,14 @@ func TestDeriveEventFields(t *testing.T) {
 	if e.Owner != "B" || e.PreviousOwner != "A" || *e.PreviousPTTLMS != 30000 || e.ElapsedMS != 100 || e.PTTLMS != 20000 {
 		t.Errorf("takeover event %+v", e)
 	}
-	bin := inspect.Derive([]inspect.Sample{held(0, "\xff\x00", 100)}, inspect.WatchOptions{})
-	if bin[0].Owner != "hex:ff00" {
-		t.Errorf("binary owner shown as %q", bin[0].Owner)
+	binKey := held(0, "\xff\x00", 100)
+	binKey.Key = "k\xff"
+	bin := inspect.Derive([]inspect.Sample{binKey}, inspect.WatchOptions{})
+	if bin[0].Owner != "hex:ff00" || bin[0].KeyHex != "6bff" {
+		t.Errorf("binary owner shown as %q, key_hex %q", bin[0].Owner, bin[0].KeyHex)
+	}
+	if evs[1].KeyHex != "" {
+		t.Errorf("UTF-8 key has key_hex %q", evs[1].KeyHex)
 	}
 }
 

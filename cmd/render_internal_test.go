@@ -3,6 +3,8 @@ package cmd
 import (
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/simulate"
 )
 
 // TestControlEscaper: control sequences from data are escaped; our own
@@ -80,5 +82,47 @@ func TestTableEscapesCells(t *testing.T) {
 		"lock:b             x\n"
 	if sb.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", sb.String(), want)
+	}
+}
+
+// TestLiveAgreement: a live run whose verdict matches the model's but whose
+// violation codes do not is a warning that names both sets.
+func TestLiveAgreement(t *testing.T) {
+	st := newStyles(&strings.Builder{}, false)
+	// run gives a verdict from its codes, each found twice.
+	run := func(codes ...string) (string, []simulate.Violation) {
+		var vs []simulate.Violation
+		for _, c := range codes {
+			vs = append(vs, simulate.Violation{Code: c}, simulate.Violation{Code: c})
+		}
+		if len(vs) == 0 {
+			return "safe", nil
+		}
+		return "unsafe", vs
+	}
+	compare := func(model, live []string) SimulateLiveResult {
+		var m simulate.Result
+		var l simulate.LiveResult
+		m.Verdict, m.Violations = run(model...)
+		l.Verdict, l.Violations = run(live...)
+		return compareLive(m, l)
+	}
+	for _, c := range []struct {
+		res       SimulateLiveResult
+		sameCodes bool
+		want      string
+	}{
+		{compare([]string{"OVERLAP", "LOCK_LOST_WHILE_WORKING"}, []string{"LOCK_LOST_WHILE_WORKING", "OVERLAP"}), true, "ok the verdicts agree"},
+		{compare(nil, nil), true, "ok the verdicts agree"},
+		{compare([]string{"OVERLAP", "LOCK_LOST_WHILE_WORKING"}, []string{"OVERLAP"}), false,
+			"warning the verdicts agree, the violations differ: model LOCK_LOST_WHILE_WORKING, OVERLAP, live OVERLAP (live timing is real: see the live timeline)"},
+		{compare([]string{"OVERLAP"}, nil), false, "warning the verdicts differ (live timing is real: see the live timeline)"},
+	} {
+		if c.res.SameCodes != c.sameCodes {
+			t.Errorf("same_codes %v, want %v: %+v", c.res.SameCodes, c.sameCodes, c.res)
+		}
+		if got := liveAgreement(st, c.res); got != c.want {
+			t.Errorf("liveAgreement:\n got %q\nwant %q", got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -340,11 +341,14 @@ type SimulateListResult struct {
 }
 
 // SimulateLiveResult is the JSON shape of a live run: the model's result and
-// the live one side by side, and whether their verdicts agree.
+// the live one side by side, whether their verdicts agree, and whether they
+// found the same violation codes (simulate.ViolationCodes; times differ by
+// design).
 type SimulateLiveResult struct {
-	Model  simulate.Result     `json:"model"`
-	Live   simulate.LiveResult `json:"live"`
-	Agrees bool                `json:"agrees"`
+	Model     simulate.Result     `json:"model"`
+	Live      simulate.LiveResult `json:"live"`
+	Agrees    bool                `json:"agrees"`
+	SameCodes bool                `json:"same_codes"`
 }
 
 // simulateLive runs the scenario against Redis and prints both verdicts;
@@ -378,7 +382,7 @@ func simulateLive(opts *SimulateOptions, model simulate.Result) error {
 		}
 		return redisError(conn.URL, err)
 	}
-	res := SimulateLiveResult{Model: model, Live: live, Agrees: live.Verdict == model.Verdict}
+	res := compareLive(model, live)
 	err = opts.Printer.Print(res, func(t *TableView) {
 		st := t.Styles()
 		t.Title(fmt.Sprintf("scenario %s: model vs live (Redis %s, time scale %s, keys under %s, deleted at the end)",
@@ -395,16 +399,40 @@ func simulateLive(opts *SimulateOptions, model simulate.Result) error {
 		for _, v := range live.Violations {
 			t.Line("  %s at ~%s (%s): %s", v.Code, fmtMS(v.AtMS), v.Actor, v.Message)
 		}
-		agree := st.Level("ok") + " the verdicts agree"
-		if !res.Agrees {
-			agree = st.Level("warning") + " the verdicts differ (live timing is real: see the live timeline)"
-		}
-		t.Line("%s", agree)
+		t.Line("%s", liveAgreement(st, res))
 	})
 	if err != nil {
 		return err
 	}
 	return expectVerdict(opts.Expect, live.Verdict)
+}
+
+// compareLive puts the model's result and the live one side by side.
+func compareLive(model simulate.Result, live simulate.LiveResult) SimulateLiveResult {
+	return SimulateLiveResult{Model: model, Live: live, Agrees: live.Verdict == model.Verdict,
+		SameCodes: slices.Equal(simulate.ViolationCodes(model.Violations), simulate.ViolationCodes(live.Violations))}
+}
+
+// liveAgreement is the last line of a live run's table: whether the model's
+// and the live run's verdicts agree, then whether their violation codes do.
+func liveAgreement(st *Styles, res SimulateLiveResult) string {
+	const why = " (live timing is real: see the live timeline)"
+	switch {
+	case !res.Agrees:
+		return st.Level("warning") + " the verdicts differ" + why
+	case !res.SameCodes:
+		return fmt.Sprintf("%s the verdicts agree, the violations differ: model %s, live %s%s", st.Level("warning"),
+			codeList(simulate.ViolationCodes(res.Model.Violations)), codeList(simulate.ViolationCodes(res.Live.Violations)), why)
+	}
+	return st.Level("ok") + " the verdicts agree"
+}
+
+// codeList writes violation codes as "A, B", or "none".
+func codeList(codes []string) string {
+	if len(codes) == 0 {
+		return "none"
+	}
+	return strings.Join(codes, ", ")
 }
 
 // cut keeps the first n columns of each row and the column at note.

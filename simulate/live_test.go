@@ -80,14 +80,6 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios in testdata/live (%v)", err)
 	}
-	codes := func(vs []Violation) []string {
-		var out []string
-		for _, v := range vs {
-			out = append(out, v.Code)
-		}
-		slices.Sort(out)
-		return slices.Compact(out)
-	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
 			data, err := os.ReadFile(f)
@@ -102,7 +94,7 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := codes(model.Violations)
+			want := ViolationCodes(model.Violations)
 			for attempt := 1; attempt <= 3; attempt++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
@@ -110,7 +102,7 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := codes(live.Violations)
+				got := ViolationCodes(live.Violations)
 				if slices.Equal(got, want) {
 					return
 				}

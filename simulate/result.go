@@ -1,5 +1,7 @@
 package simulate
 
+import "slices"
+
 // Violation codes: the invariants the simulator checks over a run.
 const (
 	// CodeStaleWrite: the store accepted a write from an older acquisition
@@ -48,6 +50,17 @@ type Violation struct {
 	AtMS    int64  `json:"at_ms"`
 	Actor   string `json:"actor"`
 	Message string `json:"message"`
+}
+
+// ViolationCodes returns the distinct codes of vs, sorted: what a live run
+// and the model are compared on (the times and messages differ by design).
+func ViolationCodes(vs []Violation) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, v.Code)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // LockView is the lock key after an event: holder, remaining PTTL in ms on

@@ -1506,14 +1506,20 @@ func (r *liveRun) failover(st Step) {
 // recorded as they happened.
 func (r *liveRun) result() LiveResult {
 	res := LiveResult{Prefix: r.o.Prefix, TimeScale: r.o.TimeScale, Events: r.events, Violations: r.viol}
-	// A key that ran out of TTL during the run, neither released nor
-	// deleted by another first: Redis expired it (the run did not watch).
+	// A key that ran out of TTL, neither released nor deleted by another
+	// first: Redis expired it (the run did not watch). One still held at the
+	// end (a crashed holder's) expires when its TTL runs out, as in the
+	// model, though the run deletes it before that.
 	for _, g := range r.grants {
 		gone := func(t time.Time) bool { return !t.IsZero() && !t.After(g.expires) }
-		if g.expires.Before(r.end) && !gone(g.releasedAt) && !gone(g.lostAt) {
-			res.Events = append(res.Events, Event{AtMS: r.virtual(g.expires), Actor: serverActor, Kind: "expire", OK: true,
-				Note: g.actor + "'s key expired on the server's clock: the lock is free; " + g.actor + " is not told"})
+		if gone(g.releasedAt) || gone(g.lostAt) {
+			continue
 		}
+		note := g.actor + "'s key expired on the server's clock: the lock is free; " + g.actor + " is not told"
+		if !g.expires.Before(r.end) {
+			note = g.actor + "'s key expires on the server's clock when its TTL left at the end of the run runs out (the run deletes it at its end): the lock is free; " + g.actor + " is not told"
+		}
+		res.Events = append(res.Events, Event{AtMS: r.virtual(g.expires), Actor: serverActor, Kind: "expire", OK: true, Note: note})
 	}
 	type span struct {
 		from, to time.Time

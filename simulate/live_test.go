@@ -172,8 +172,9 @@ func TestLiveEvents(t *testing.T) {
 	}
 	// One partition inside another (one heal), work that ends at the
 	// instant of a pause (work_done first), two acquires at one instant
-	// (the first listed gets the lock).
-	for _, name := range []string{"partition-overlap", "work-ends-at-pause", "same-instant-acquires"} {
+	// (the first listed gets the lock), a crashed holder's key expiring after
+	// the last step.
+	for _, name := range []string{"partition-overlap", "work-ends-at-pause", "same-instant-acquires", "crash-at-end"} {
 		data, err := os.ReadFile("testdata/live/" + name + ".yaml")
 		if err != nil {
 			t.Fatal(err)

@@ -182,14 +182,15 @@ func SortByTTL(locks []Lock) {
 }
 
 // GlobEscape escapes the SCAN MATCH metacharacters * ? [ ] \ so a value is
-// matched literally.
+// matched literally. It works on bytes, as Redis's glob does: bytes that are
+// not UTF-8 pass through unchanged.
 func GlobEscape(s string) string {
 	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(s[i])
 	}
 	return b.String()
 }

@@ -82,6 +82,17 @@ func TestGlobEscape(t *testing.T) {
 	if len(got) != 1 || got[0] != weird {
 		t.Errorf("literal match found %q", got)
 	}
+	// Bytes that are not UTF-8 are matched as they are, not as U+FFFD.
+	binary := "t:" + t.Name() + ":x\xffy:z"
+	must(t, c.Set(ctx, binary, "v", time.Minute).Err())
+	got = nil
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape("x\xffy") + "*"}, func(l inspect.Lock) error {
+		got = append(got, l.Key)
+		return nil
+	}))
+	if len(got) != 1 || got[0] != binary {
+		t.Errorf("non-UTF-8 value matched %q", got)
+	}
 }
 
 // TestLightRead: a scan's reads infer TYPE from GETRANGE and still tell

@@ -132,7 +132,9 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 	if errors.As(err, &ee) && ee.Err == nil {
 		return code
 	}
-	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", f.scrub(joinLines(err.Error())))
+	// Errors quote keys and values read from Redis: control characters in
+	// them are written as \xNN, as in text output.
+	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", escapeCell(f.scrub(joinLines(err.Error())), false))
 	if errors.As(err, &ee) && ee.Hint != "" {
 		fmt.Fprintln(io.ErrOut, ee.Hint)
 	} else if code == ExitUsage {

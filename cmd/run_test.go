@@ -302,6 +302,13 @@ func TestRunHeld(t *testing.T) {
 	if !regexp.MustCompile(`^lockctl: lock not obtained \(--wait 0s\): lock:OrderId:order-demo-001 is held by owner 0123456789abcdef0123456789abcdef \(fence 41\), PTTL [0-9.]+m?s\n$`).MatchString(p.stderr.String()) {
 		t.Errorf("stderr: %q", p.stderr.String())
 	}
+	// An owner with control characters and a line break stays on one line,
+	// escaped: it cannot colour or move the terminal.
+	rdb.Set(ctx, "lock:OrderId:esc", "5:\x1b[31mevil\nline2", time.Minute)
+	p, _ = runLockctl(t, srv.URL(), "run", "esc", "--budget", "10s", "--grace", "1s", "--", "true")
+	if want := `is held by owner \x1b[31mevil\nline2 (fence 5)`; !strings.Contains(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 {
+		t.Errorf("stderr %q, want one line with %q", p.stderr.String(), want)
+	}
 	// Ctrl-C or SIGTERM while waiting: 128 + the signal's number, as a shell
 	// reports a process the signal ended, and the holder untouched.
 	for _, tc := range []struct {

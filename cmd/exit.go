@@ -17,7 +17,9 @@ const (
 	ExitCheckFailed = 1   // a check found a problem (checklist, --expect, --fail-on)
 	ExitUsage       = 2   // usage or input error
 	ExitRedis       = 3   // cannot reach Redis, auth refused, or timed out
+	ExitHangup      = 129 // SIGHUP (128 + 1): the terminal went away
 	ExitInterrupted = 130 // Ctrl-C / SIGINT (128 + 2, as a shell reports it)
+	ExitQuit        = 131 // Ctrl-\ / SIGQUIT (128 + 3)
 	ExitTerminated  = 143 // SIGTERM (128 + 15)
 
 	// `lockctl run` only; on a normal exit run passes the child's own code

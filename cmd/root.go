@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,13 +36,15 @@ func Execute(args []string, io *IOStreams) int {
 	return execute(ctx, f, NewRootCmd(f), args)
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM, but installs the
-// handlers only when a command first uses it (Done, Err, or a context derived
-// from it): installing them costs a locked OS thread, about 1 ms of every
-// start, which commands that never use it (lease, version, ...) do not pay.
-// Unhandled, the signals end such a command the default way (exit 130 for
-// Ctrl-C in the shell, 143 for SIGTERM), as the handler would: execute exits
-// 128 + the signal's number (received).
+// signalContext is cancelled by SIGINT, SIGTERM, SIGHUP or SIGQUIT, but
+// installs the handlers only when a command first uses it (Done, Err, or a
+// context derived from it): installing them costs a locked OS thread, about
+// 1 ms of every start, which commands that never use it (lease, version, ...)
+// do not pay. Unhandled, the signals end such a command the default way
+// (exit 130 for Ctrl-C in the shell, 143 for SIGTERM; Go's SIGQUIT dumps
+// the goroutines), as the handler would: execute exits 128 + the signal's
+// number (received), after the command has cleaned up (simulate --redis
+// deletes its keys, run releases its lock).
 type signalContext struct {
 	context.Context // context.Background(): no deadline, no values
 	once            sync.Once
@@ -56,7 +59,7 @@ func (c *signalContext) install() context.Context {
 		notified, cancel := context.WithCancel(context.Background())
 		c.notified, c.cancel = notified, cancel
 		// Notify with no signals would take every signal.
-		if sigs := notIgnored(os.Interrupt, syscall.SIGTERM); len(sigs) > 0 {
+		if sigs := stopSignals(); len(sigs) > 0 {
 			ch := make(chan os.Signal, 1)
 			signal.Notify(ch, sigs...)
 			go func() {
@@ -78,6 +81,29 @@ func (c *signalContext) install() context.Context {
 func (c *signalContext) signal() os.Signal {
 	s, _ := c.received.Load().(os.Signal)
 	return s
+}
+
+// stopSignals are the signals that stop a command: SIGINT, SIGTERM and
+// SIGHUP unless lockctl started with them ignored (notIgnored), and SIGQUIT
+// with SIGINT: sh ignores both in a script's background jobs, and Go's own
+// SIGQUIT handler hides whether it was (run keeps the pair together too).
+func stopSignals() []os.Signal {
+	sigs := notIgnored(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	if slices.Contains(sigs, os.Interrupt) {
+		sigs = append(sigs, syscall.SIGQUIT)
+	}
+	return sigs
+}
+
+// stopExits are the exit code and the word execute prints for each signal
+// stopSignals takes other than SIGINT (130, "interrupted").
+var stopExits = map[os.Signal]struct {
+	code int
+	word string
+}{
+	syscall.SIGTERM: {ExitTerminated, "terminated"},
+	syscall.SIGHUP:  {ExitHangup, "hangup"},
+	syscall.SIGQUIT: {ExitQuit, "quit"},
 }
 
 // notIgnored returns the signals of sigs that lockctl did not start with
@@ -120,9 +146,11 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 		return ExitOK
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		if sc, ok := ctx.(*signalContext); ok && sc.signal() == syscall.SIGTERM {
-			fmt.Fprintln(io.ErrOut, "lockctl: terminated")
-			return ExitTerminated
+		if sc, ok := ctx.(*signalContext); ok {
+			if e, ok := stopExits[sc.signal()]; ok {
+				fmt.Fprintln(io.ErrOut, "lockctl: "+e.word)
+				return e.code
+			}
 		}
 		fmt.Fprintln(io.ErrOut, "lockctl: interrupted")
 		return ExitInterrupted

@@ -309,13 +309,17 @@ func TestRunHeld(t *testing.T) {
 	if want := `is held by owner \x1b[31mevil\nline2 (fence 5)`; !strings.Contains(p.stderr.String(), want) || strings.Count(p.stderr.String(), "\n") != 1 {
 		t.Errorf("stderr %q, want one line with %q", p.stderr.String(), want)
 	}
-	// Ctrl-C or SIGTERM while waiting: 128 + the signal's number, as a shell
-	// reports a process the signal ended, and the holder untouched.
+	// Ctrl-C, SIGTERM, SIGHUP or SIGQUIT while waiting: 128 + the signal's
+	// number, as a shell reports a process the signal ended, one line (no
+	// goroutine dump for SIGQUIT), and the holder untouched.
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int
 		says string
-	}{{syscall.SIGINT, cmd.ExitInterrupted, "interrupted"}, {syscall.SIGTERM, cmd.ExitTerminated, "terminated"}} {
+	}{
+		{syscall.SIGINT, cmd.ExitInterrupted, "interrupted"}, {syscall.SIGTERM, cmd.ExitTerminated, "terminated"},
+		{syscall.SIGHUP, cmd.ExitHangup, "hangup"}, {syscall.SIGQUIT, cmd.ExitQuit, "quit"},
+	} {
 		tried := acquireCalls(t, rdb)
 		w := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--grace", "1s", "--wait", "30s", "--", "true")
 		// Waiting: its first attempt was refused (the signal handlers are

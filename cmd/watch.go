@@ -147,7 +147,9 @@ func watchRun(opts *WatchOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s: %v; retrying for up to %s (--timeout)\n", conn.URL, err, lockcore.FormatDuration(conn.Timeout))
 		}
 		for _, l := range locks {
-			for _, e := range differs[l.Key].Next(inspect.SampleOf(l, at)) {
+			sample := inspect.SampleOf(l, at)
+			sample.Done = now
+			for _, e := range differs[l.Key].Next(sample) {
 				if opts.Format == formatJSONL {
 					err = enc.Encode(e)
 				} else {

@@ -34,8 +34,12 @@ const (
 // Sample is one observation of a key by watch.
 type Sample struct {
 	// At is the local time the read was sent.
-	At  time.Time
-	Key string
+	At time.Time
+	// Done is the local time the reply arrived; zero means At. The server
+	// read the key at some instant between the two, so a slow reply (a
+	// CLIENT PAUSE, a stalled network) widens what the Differ allows.
+	Done time.Time
+	Key  string
 	// Exists says the key was there.
 	Exists bool
 	// Owner is the owner token's raw bytes as a string (compared byte for byte).
@@ -140,9 +144,14 @@ func (d *Differ) Next(cur Sample) []Event {
 	if cur.Fence != nil {
 		d.lastFence = cur.Fence
 	}
+	// The two reads happened between least and most apart: a TTL is seen
+	// to jump, or to be renewed, only if no instant of either read explains
+	// it.
 	elapsed := cur.At.Sub(prev.At)
+	least, most := max(cur.At.Sub(prev.done()), 0), cur.done().Sub(prev.At)
 	tol := d.opts.Tolerance
-	expected := time.Duration(prev.PTTLMS)*time.Millisecond - elapsed
+	prevTTL := time.Duration(prev.PTTLMS) * time.Millisecond
+	expected := prevTTL - most
 	switch {
 	case !prev.Exists && !cur.Exists:
 	case !prev.Exists:
@@ -157,7 +166,7 @@ func (d *Differ) Next(cur Sample) []Event {
 	case prev.Owner != cur.Owner:
 		d.newOwner(cur)
 		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", show(cur.Owner), show(prev.Owner)))
-	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond > expected+tol:
+	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond > prevTTL-least+tol:
 		out = append(out, d.event(EventRenewed, cur, prev, "renewed to %s", ttl(cur.PTTLMS)))
 		if b := d.opts.RenewBound; b > 0 && !d.pastBound && cur.At.Sub(d.ownerSince) > b {
 			d.pastBound = true
@@ -168,6 +177,14 @@ func (d *Differ) Next(cur Sample) []Event {
 		out = append(out, d.event(EventTTLJump, cur, prev, "TTL fell %dms in %dms", prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
 	}
 	return out
+}
+
+// done is when the reply to s arrived (At when not recorded).
+func (s *Sample) done() time.Time {
+	if s.Done.Before(s.At) {
+		return s.At
+	}
+	return s.Done
 }
 
 func (d *Differ) newOwner(s Sample) {

@@ -20,6 +20,9 @@ func gone(ms int64) inspect.Sample { return inspect.Sample{At: at(ms), Key: "k",
 
 func fenced(s inspect.Sample, f int64) inspect.Sample { s.Fence = &f; return s }
 
+// replied sets when the reply to s arrived (ms), later than it was sent.
+func replied(s inspect.Sample, ms int64) inspect.Sample { s.Done = at(ms); return s }
+
 func kinds(evs []inspect.Event) string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
@@ -44,6 +47,13 @@ func TestDerive(t *testing.T) {
 		{"no-TTL key deleted", []inspect.Sample{held(0, "A", -1), gone(100)}, inspect.WatchOptions{}, "HELD RELEASED"},
 		{"takeover with no gap", []inspect.Sample{held(0, "A", 30000), held(100, "B", 30000)}, inspect.WatchOptions{}, "HELD TAKEOVER"},
 		{"ttl jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 10000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		// The reply to the read sent at 100 came at 1200 (CLIENT PAUSE): the
+		// server may have read the TTL at 1100, so neither the drop nor the
+		// next read's TTL is a jump or a renewal.
+		{"slow reply is not a jump", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 28900), 1200), replied(held(1300, "A", 28700), 1310)}, inspect.WatchOptions{}, "HELD"},
+		{"a jump beyond a slow reply", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 20000), 1200)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		{"a renewal beyond a slow reply", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 28900), 1200), replied(held(1300, "A", 30000), 1310)}, inspect.WatchOptions{}, "HELD RENEWED"},
+		{"expired during a slow reply", []inspect.Sample{held(0, "A", 500), replied(gone(100), 700)}, inspect.WatchOptions{}, "HELD EXPIRED"},
 		{"jitter is not a jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29870)}, inspect.WatchOptions{}, "HELD"},
 		{"fence backwards", []inspect.Sample{fenced(held(0, "A", 30000), 18), gone(100), fenced(held(200, "B", 30000), 17)}, inspect.WatchOptions{}, "HELD RELEASED FENCE_BACKWARDS ACQUIRED"},
 		// shared/cases.md 5: a Redisson watchdog renews 30000 → 25000 → 28000

@@ -438,7 +438,10 @@ func (r *liveRun) program(a *liveActor) error {
 		for {
 			r.mu.Lock()
 			p, until := time.Now().Before(a.pausedUntil), a.pausedUntil
-			if p {
+			// Due by the end of a pause, this step is the one in flight
+			// at the wake-up, even when the wake-up is already past or
+			// another goroutine marked it so (wakeInFlightLocked).
+			if p || a.inFlight || r.wakeInFlightLocked(a) {
 				a.inFlight, inFlight = true, true
 			}
 			r.mu.Unlock()
@@ -487,6 +490,19 @@ func (r *liveRun) program(a *liveActor) error {
 	r.stopRenewer(a)
 	r.endSection(a, time.Now())
 	return nil
+}
+
+// wakeInFlightLocked reports whether a's next step is the one in flight at
+// the wake-up of a's last pause, not yet woken: due, on the model's clock,
+// from the pause's start to its end, the wake-up instant included. The
+// model runs it at the wake-up, before the cancellation and renewal timers.
+// r.mu must be held.
+func (r *liveRun) wakeInFlightLocked(a *liveActor) bool {
+	if a.woke || a.pausedUntil.IsZero() || a.next >= len(a.steps) {
+		return false
+	}
+	t := r.nextDueLocked(a)
+	return !t.Before(a.pauseStart) && !t.After(a.pausedUntil)
 }
 
 // nextDueLocked is when a's next step is due on the model's clock: its time
@@ -1341,6 +1357,12 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 					return
 				}
 			}
+			// A step due at the wake-up instant thaws after it runs.
+			r.mu.Lock()
+			if r.wakeInFlightLocked(a) {
+				a.inFlight = true
+			}
+			r.mu.Unlock()
 			r.woke(a)
 			r.thaw(a, false)
 		})

@@ -2,6 +2,7 @@ package lockcore
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +21,18 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q has no unit; did you mean %ss? (units: ms, s, m, h)", s, t)
 	}
 	d, err := time.ParseDuration(t)
-	if err != nil {
+	switch {
+	case err != nil && durationSyntax.MatchString(t):
+		return 0, fmt.Errorf("%q is too large; durations go up to 2562047h (about 292 years)", s)
+	case err != nil:
 		return 0, fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
 	}
 	return d, nil
 }
+
+// durationSyntax is time.ParseDuration's grammar: what matches it and still
+// fails to parse is out of range (over 2^63-1 ns).
+var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // ParsePositiveDuration is ParseDuration that also rejects zero and negative values.
 func ParsePositiveDuration(s string) (time.Duration, error) {

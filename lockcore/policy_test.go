@@ -126,13 +126,15 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"1200":         `"1200" has no unit; did you mean 1200s?`,
-		"":             "duration is empty",
-		"soon":         `"soon" is not a duration`,
-		"99999999999h": `"99999999999h" is not a duration`,
-		"12 parsecs":   `"12 parsecs" is not a duration`,
-		"-5s":          "",
-		"0s":           "",
+		"1200":                    `"1200" has no unit; did you mean 1200s?`,
+		"":                        "duration is empty",
+		"soon":                    `"soon" is not a duration`,
+		"99999999999h":            `"99999999999h" is too large; durations go up to 2562047h`,
+		"2562048h":                `"2562048h" is too large`,
+		"1h99999999999999999999m": `is too large`,
+		"12 parsecs":              `"12 parsecs" is not a duration`,
+		"-5s":                     "",
+		"0s":                      "",
 	}
 	for in, want := range bad {
 		_, err := ParsePositiveDuration(in)

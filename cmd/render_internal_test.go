@@ -115,7 +115,7 @@ func TestLiveAgreement(t *testing.T) {
 		{compare([]string{"OVERLAP", "LOCK_LOST_WHILE_WORKING"}, []string{"LOCK_LOST_WHILE_WORKING", "OVERLAP"}), true, "ok the verdicts agree"},
 		{compare(nil, nil), true, "ok the verdicts agree"},
 		{compare([]string{"OVERLAP", "LOCK_LOST_WHILE_WORKING"}, []string{"OVERLAP"}), false,
-			"warning the verdicts agree, the violations differ: model LOCK_LOST_WHILE_WORKING, OVERLAP, live OVERLAP (live timing is real: see the live timeline)"},
+			"warning the verdicts agree, the violations differ: model: LOCK_LOST_WHILE_WORKING, OVERLAP; live: OVERLAP (live timing is real: see the live timeline)"},
 		{compare([]string{"OVERLAP"}, nil), false, "warning the verdicts differ (live timing is real: see the live timeline)"},
 	} {
 		if c.res.SameCodes != c.sameCodes {

@@ -421,7 +421,7 @@ func liveAgreement(st *Styles, res SimulateLiveResult) string {
 	case !res.Agrees:
 		return st.Level("warning") + " the verdicts differ" + why
 	case !res.SameCodes:
-		return fmt.Sprintf("%s the verdicts agree, the violations differ: model %s, live %s%s", st.Level("warning"),
+		return fmt.Sprintf("%s the verdicts agree, the violations differ: model: %s; live: %s%s", st.Level("warning"),
 			codeList(simulate.ViolationCodes(res.Model.Violations)), codeList(simulate.ViolationCodes(res.Live.Violations)), why)
 	}
 	return st.Level("ok") + " the verdicts agree"

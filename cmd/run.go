@@ -270,8 +270,12 @@ func nonNegativeDuration(name, s string) (time.Duration, error) {
 // been tried: the rule is grace ≤ (lease − cancel margin − renew-every) / 2,
 // half the slack after the first renewal, the other half for its retries
 // (for a fixed lease, renew-every counts as 0). It returns a usage error when
-// renew-every leaves no slack at all.
+// the lease is within its cancel margin, or renew-every leaves no slack.
 func ClampGrace(l lockcore.Lease, grace time.Duration) (time.Duration, error) {
+	if l.Lease <= l.CancelMargin {
+		return 0, usageErrorf("lease %s is not longer than its cancel margin %s (lease/100 + 2ms): it can never be proven held; give a longer --budget",
+			lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
+	}
 	slack := l.Lease - l.CancelMargin - l.RenewEvery
 	if slack <= 0 {
 		return 0, usageErrorf("renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease would end before it is renewed",

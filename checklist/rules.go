@@ -194,7 +194,9 @@ func ruleRenewSets(e *env) verdict {
 	return manual(p, "lock.renew is not declared: how does a renewal change the TTL (set or add)?")
 }
 
-// ruleRenewInterval: renew_every above lease/3 warns (policy default lease/3).
+// ruleRenewInterval: renew_every above lease/3 warns (policy default
+// lease/3); one that leaves the lease to end, cancel margin included, before
+// the first renewal fails (lease's RENEW_AFTER_END; lockctl run refuses it).
 func ruleRenewInterval(e *env) verdict {
 	if e.s.Lock.Mode == lockcore.ModeOrdinary {
 		return pass("lock.mode", "ordinary lease: not renewed")
@@ -202,6 +204,9 @@ func ruleRenewInterval(e *env) verdict {
 	every, p := e.want.RenewEvery, "lock.mode"
 	if e.s.Lock.RenewEvery != 0 {
 		every, p = time.Duration(e.s.Lock.RenewEvery), "lock.renew_every"
+	}
+	if margin := lockcore.CancelMargin(e.lease); every >= e.lease-margin {
+		return fail(p, "renewed every %s, not shorter than the %s lease minus its %s cancel margin: the lease ends before it is renewed (RENEW_AFTER_END)", fd(every), fd(e.lease), fd(margin))
 	}
 	if every*3 > e.lease {
 		return warn(p, "renewed every %s, above lease/3 = %s of the %s lease: one or two missed renewals lose the lock", fd(every), fd(e.lease/3), fd(e.lease))

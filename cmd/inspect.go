@@ -88,6 +88,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if err != nil {
 				return err
 			}
+			if err := emptyFlags(cmd, "pattern"); err != nil {
+				return err
+			}
 			opts := &InspectOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(),
 				Values: args, Keys: keys, Search: search, Limit: limit, Pattern: pattern, Count: count}
 			if err := checkInspectArgs(opts); err != nil {

@@ -129,6 +129,9 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 				return err
 			}
 			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun}
+			if err := emptyFlags(cmd, "key"); err != nil {
+				return err
+			}
 			value, command, err := splitRunArgs(args, cmd.ArgsLenAtDash(), key != "", dryRun)
 			if err != nil {
 				return err

@@ -97,6 +97,9 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
+			if err := emptyFlags(cmd, "key"); err != nil {
+				return err
+			}
 			value, err := lockValue(args, key != "")
 			if err != nil {
 				return err

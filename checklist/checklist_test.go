@@ -368,3 +368,13 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// A line break in a task's name or spec path stays inside the one-line
+// Markdown heading, written as \n.
+func TestMarkdownHeadingOneLine(t *testing.T) {
+	r := &Report{Tasks: []TaskReport{{Spec: "a\nb.yaml", Task: "evil\r\nname"}}}
+	first, _, _ := strings.Cut(string(r.Markdown()), "\n")
+	if want := "# Long-task review: evil\\r\\nname (`a\\nb.yaml`)"; first != want {
+		t.Errorf("heading %q, want %q", first, want)
+	}
+}

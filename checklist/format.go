@@ -21,7 +21,9 @@ func (r *Report) Markdown() []byte {
 		if t.Spec == "" {
 			b.WriteString("# Long-task review\n")
 		} else {
-			fmt.Fprintf(&b, "# Long-task review: %s (`%s`)\n\n", mdText(t.Task), t.Spec)
+			// A heading is one line: a line break in the task's name (or
+			// the spec's path) is written as \n.
+			fmt.Fprintf(&b, "# Long-task review: %s (`%s`)\n\n", headingBreaks.Replace(mdText(t.Task)), headingBreaks.Replace(t.Spec))
 			fmt.Fprintf(&b, "%s\n", summaryLine(tally(t.Items)))
 		}
 		section := ""
@@ -45,6 +47,9 @@ func (r *Report) Markdown() []byte {
 	}
 	return b.Bytes()
 }
+
+// headingBreaks writes line breaks as \n and \r in a Markdown heading.
+var headingBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // mdText escapes < and > outside code spans, so placeholders such as
 // <budget> are not swallowed as HTML tags.

@@ -269,7 +269,7 @@ func checklistTable(t *TableView, r *checklist.Report) {
 		if task.Spec == "" {
 			t.Title("Long-task review (no spec: every item is a question to answer by hand)")
 		} else {
-			t.Title(fmt.Sprintf("%s (%s)", task.Task, task.Spec))
+			t.Title(fmt.Sprintf("%s (%s)", oneLineText(task.Task), oneLineText(task.Spec)))
 		}
 		header, rows := checklistRows(task, st)
 		t.Table(header, rows)

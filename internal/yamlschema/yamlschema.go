@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/kaptinlin/jsonschema"
 	"go.yaml.in/yaml/v3"
@@ -152,6 +153,9 @@ func (d *Document) Line(p Path) int {
 // "key", "size", "documents") for YAML that JSON cannot hold, that expands
 // past lim, or that goes on after the first document.
 func Parse(data []byte, lim Limits) (*Document, error) {
+	if err := notUTF8(data); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
@@ -177,6 +181,25 @@ func Parse(data []byte, lim Limits) (*Document, error) {
 		return nil, c.problems
 	}
 	return &Document{Root: expanded, Value: v, lines: c.lines, nodes: c.nodes, ix: c.ix}, nil
+}
+
+// notUTF8 is a *SyntaxError at the line of the first byte that is not
+// UTF-8 (the YAML parser reports no line for it), or nil. A file that starts
+// with a UTF-16 byte order mark is left to the parser, which reads UTF-16.
+func notUTF8(data []byte) error {
+	if utf8.Valid(data) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
+		return nil
+	}
+	i := 0
+	for i < len(data) {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		i += n
+	}
+	return &SyntaxError{Line: 1 + bytes.Count(data[:i], []byte("\n")),
+		Msg: fmt.Sprintf("byte 0x%02x is not UTF-8; the file must be UTF-8 text", data[i])}
 }
 
 func syntaxError(err error) *SyntaxError {

@@ -98,6 +98,11 @@ func TestParse(t *testing.T) {
 	if _, err := Parse([]byte("a: 1\nb: [\n"), lim); !errors.As(err, &syn) || syn.Line < 1 {
 		t.Errorf("syntax: %v", err)
 	}
+	// A byte that is not UTF-8 is reported at its line (the YAML parser
+	// gives none).
+	if _, err := Parse([]byte("a: 1\nb: \xff\n"), lim); !errors.As(err, &syn) || syn.Line != 2 || !strings.Contains(syn.Msg, "0xff is not UTF-8") {
+		t.Errorf("not UTF-8: %v", err)
+	}
 	if _, err := Parse([]byte("# only a comment\n"), lim); !errors.Is(err, ErrEmpty) {
 		t.Errorf("empty: %v", err)
 	}

@@ -50,15 +50,18 @@ type UnlockOptions struct {
 // other values are shown raw in value with fence null.
 type UnlockResult struct {
 	Key string `json:"key"`
-	// KeyHex is the key's bytes in hex when they are not UTF-8 (inspect.KeyHex).
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (inspect.HexIfNotUTF8).
 	KeyHex  string `json:"key_hex,omitempty"`
 	Verdict string `json:"verdict"`
 	Deleted bool   `json:"deleted"`
 	// Type is the Redis type found at the key ("none" when absent).
 	Type  string  `json:"type"`
 	Value *string `json:"value"`
-	Owner string  `json:"owner,omitempty"`
-	Fence *int64  `json:"fence"`
+	// ValueHex is the value's bytes in hex when they are not UTF-8
+	// (inspect.HexIfNotUTF8); value then shows U+FFFD.
+	ValueHex string `json:"value_hex,omitempty"`
+	Owner    string `json:"owner,omitempty"`
+	Fence    *int64 `json:"fence"`
 	// PTTLMS is the remaining TTL in ms when read; -1 no expiry; null when absent.
 	PTTLMS *int64 `json:"pttl_ms"`
 }
@@ -235,7 +238,7 @@ func ownedBy(value, token string) bool {
 
 // readLock reads type, value and PTTL of key (read-only).
 func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockResult, error) {
-	res := UnlockResult{Key: key, KeyHex: inspect.KeyHex(key)}
+	res := UnlockResult{Key: key, KeyHex: inspect.HexIfNotUTF8(key)}
 	var err error
 	if res.Type, err = c.Type(ctx, key).Result(); err != nil {
 		return res, err
@@ -263,7 +266,7 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockR
 	if err != nil {
 		return res, err
 	}
-	res.Value = &v
+	res.Value, res.ValueHex = &v, inspect.HexIfNotUTF8(v)
 	if fence, owner, err := lockcore.ParseValue(v); err == nil {
 		res.Fence, res.Owner = &fence, owner
 	}

@@ -106,15 +106,16 @@ func TestUnlockRawBytes(t *testing.T) {
 	if !strings.Contains(same.out.String(), `"verdict": "owned"`) || rdb.Exists(ctx, "lock:x").Val() != 0 {
 		t.Errorf("32-hex value not OWNED: %s", same.out.String())
 	}
-	// A key that is not UTF-8 shows as U+FFFD in JSON; key_hex names it.
-	rdb.Set(ctx, "lock:\xff", testOwner, 0)
+	// A key or value that is not UTF-8 shows as U+FFFD in JSON; key_hex and
+	// value_hex name it.
+	rdb.Set(ctx, "lock:\xff", "7:\xfe", 0)
 	bin := newUnlock(t, srv, formatJSON, "lock:\xff")
-	bin.opts.Owner = testOwner
+	bin.opts.Owner = "\xfe"
 	if err := unlockRun(ctx, bin.opts); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(bin.out.String(), `"key_hex": "6c6f636b3aff"`) || rdb.Exists(ctx, "lock:\xff").Val() != 0 {
-		t.Errorf("non-UTF-8 key: %s", bin.out.String())
+	if out := bin.out.String(); !strings.Contains(out, `"key_hex": "6c6f636b3aff"`) || !strings.Contains(out, `"value_hex": "373afe"`) || rdb.Exists(ctx, "lock:\xff").Val() != 0 {
+		t.Errorf("non-UTF-8 key and value: %s", out)
 	}
 }
 

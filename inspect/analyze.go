@@ -150,7 +150,7 @@ var noFindings = []Finding{}
 // companion keys (by key; missing ones count as absent). It is pure: the
 // same input always gives the same Lock.
 func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
-	l := Lock{Key: key, KeyHex: KeyHex(key), Type: v.Type, Exists: v.Exists(), PTTLMS: v.PTTL, IdleSeconds: v.Idle,
+	l := Lock{Key: key, KeyHex: HexIfNotUTF8(key), Type: v.Type, Exists: v.Exists(), PTTLMS: v.PTTL, IdleSeconds: v.Idle,
 		ValueBytes: v.Size, Truncated: v.Truncated, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: noFindings}
 	if l.Type == "" {
 		l.Type = "none"
@@ -176,7 +176,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		if !cv.Exists() {
 			pttl = -2
 		}
-		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, KeyHex: KeyHex(c.Key), Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
+		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, KeyHex: HexIfNotUTF8(c.Key), Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
 	}
 	if name, role := companionOf(key, v); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role

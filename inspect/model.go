@@ -92,7 +92,7 @@ type Fence struct {
 type Companion struct {
 	Role string `json:"role"`
 	Key  string `json:"key"`
-	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (HexIfNotUTF8).
 	KeyHex string `json:"key_hex,omitempty"`
 	Type   string `json:"type"`
 	Exists bool   `json:"exists"`
@@ -104,7 +104,7 @@ type Companion struct {
 // `lockctl inspect -o json` (README.md, "inspect").
 type Lock struct {
 	Key string `json:"key"`
-	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (HexIfNotUTF8).
 	KeyHex string `json:"key_hex,omitempty"`
 	Type   string `json:"type"`
 	Exists bool   `json:"exists"`
@@ -138,15 +138,16 @@ type Lock struct {
 	Findings  []Finding `json:"findings"`
 }
 
-// KeyHex returns key's bytes in lowercase hex when key is not valid UTF-8,
+// HexIfNotUTF8 returns s's bytes in lowercase hex when s is not valid UTF-8,
 // else "". JSON and YAML can only show such bytes as U+FFFD, which names no
-// key; the hex names it exactly. Shown as key_hex beside each key read from
-// Redis or given on the command line (omitted for UTF-8 keys).
-func KeyHex(key string) string {
-	if utf8.ValidString(key) {
+// key or value; the hex names it exactly. Shown as key_hex beside each key
+// read from Redis or given on the command line, and as unlock's value_hex
+// (omitted for UTF-8).
+func HexIfNotUTF8(s string) string {
+	if utf8.ValidString(s) {
 		return ""
 	}
-	return hex.EncodeToString([]byte(key))
+	return hex.EncodeToString([]byte(s))
 }
 
 // Worst returns the highest severity among the lock's findings, or "".

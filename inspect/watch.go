@@ -70,7 +70,7 @@ func SampleOf(l Lock, at time.Time) Sample {
 type Event struct {
 	At  string `json:"at"`
 	Key string `json:"key"`
-	// KeyHex is the key's bytes in hex when they are not UTF-8 (KeyHex).
+	// KeyHex is the key's bytes in hex when they are not UTF-8 (HexIfNotUTF8).
 	KeyHex string `json:"key_hex,omitempty"`
 	Event  string `json:"event"`
 	// Owner is the owner token (printable, else hex).
@@ -192,7 +192,7 @@ func (d *Differ) newOwner(s Sample) {
 }
 
 func (d *Differ) event(kind string, cur Sample, prev *Sample, format string, args ...any) Event {
-	e := Event{At: rfc3339ms(cur.At), Key: cur.Key, KeyHex: KeyHex(cur.Key), Event: kind, PTTLMS: cur.PTTLMS, Fence: cur.Fence, Message: fmt.Sprintf(format, args...)}
+	e := Event{At: rfc3339ms(cur.At), Key: cur.Key, KeyHex: HexIfNotUTF8(cur.Key), Event: kind, PTTLMS: cur.PTTLMS, Fence: cur.Fence, Message: fmt.Sprintf(format, args...)}
 	if cur.Exists {
 		e.Owner = show(cur.Owner)
 		e.HeldMS = cur.At.Sub(d.ownerSince).Milliseconds()

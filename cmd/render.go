@@ -62,20 +62,27 @@ func (f *Factory) newPrinter(format string) *Printer {
 }
 
 // controlEscaper writes text with every control character written as \xNN
-// (C0 but newline and tab, DEL, and the C1 runes U+0080..U+009F), so a key
-// name or owner token read from Redis cannot move the cursor, clear or
-// retitle the terminal (ECMA-48 escape and control sequences). With sgr,
-// our own colour sequences (ESC [ digits and ; m) pass. JSON already
-// escapes control characters, so only text formats change.
+// (C0 but newline and tab, DEL) or \u00NN (the C1 runes U+0080..U+009F),
+// and every byte that is not UTF-8 as \xNN (a lone 0x9b is CSI to a
+// terminal that reads 8-bit C1 controls; two different such bytes would
+// both show as U+FFFD), so a key name or owner token read from Redis cannot
+// move the cursor, clear or retitle the terminal (ECMA-48 escape and
+// control sequences), and names its bytes as redis-cli does. A sequence cut
+// by the end of a write is left whole for the next. With sgr, our own colour
+// sequences (ESC [ digits and ; m) pass. JSON already escapes control
+// characters, so only text formats change.
 type controlEscaper struct {
 	w   io.Writer
 	sgr bool
+	// cut is how many continuation bytes the rune cut by the end of the
+	// last write still has to come: they pass as they are.
+	cut int
 }
 
 func (c *controlEscaper) Write(b []byte) (int, error) {
-	clean := true
+	clean := c.cut == 0
 	for _, x := range b {
-		if x < 0x20 && x != '\n' && x != '\t' || x == 0x7f || x == 0xc2 {
+		if x < 0x20 && x != '\n' && x != '\t' || x >= 0x7f {
 			clean = false
 			break
 		}
@@ -84,7 +91,15 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 		return c.w.Write(b)
 	}
 	out := make([]byte, 0, len(b)+16)
-	for i := 0; i < len(b); {
+	i := 0
+	for ; c.cut > 0 && i < len(b) && !utf8.RuneStart(b[i]); i++ {
+		out = append(out, b[i])
+		c.cut--
+	}
+	if i < len(b) {
+		c.cut = 0
+	}
+	for i < len(b) {
 		x := b[i]
 		switch {
 		case x == 0x1b && c.sgr && sgrLen(b[i:]) > 0:
@@ -94,9 +109,23 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 			continue
 		case x < 0x20 && x != '\n' && x != '\t' || x == 0x7f:
 			out = fmt.Appendf(out, "\\x%02x", x)
-		case x == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
-			out = fmt.Appendf(out, "\\u%04x", b[i+1])
-			i += 2
+		case x >= 0x80:
+			if !utf8.FullRune(b[i:]) { // a valid start cut by the end of b
+				c.cut = runeLenByLead(x) - (len(b) - i)
+				out = append(out, b[i:]...)
+				i = len(b)
+				continue
+			}
+			r, n := utf8.DecodeRune(b[i:])
+			switch {
+			case r == utf8.RuneError && n == 1:
+				out = fmt.Appendf(out, "\\x%02x", x)
+			case r >= 0x80 && r <= 0x9f:
+				out = fmt.Appendf(out, "\\u%04x", r)
+			default:
+				out = append(out, b[i:i+n]...)
+			}
+			i += n
 			continue
 		default:
 			out = append(out, x)
@@ -107,6 +136,18 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// runeLenByLead is the length of the UTF-8 sequence lead starts (lead is
+// 0xc2..0xf4, a byte that can start a multi-byte rune).
+func runeLenByLead(lead byte) int {
+	switch {
+	case lead >= 0xf0:
+		return 4
+	case lead >= 0xe0:
+		return 3
+	}
+	return 2
 }
 
 // sgrLen is the length of the SGR sequence (ESC [ digits and ; m) b starts
@@ -264,9 +305,9 @@ func renderTable(w io.Writer, tty bool, st *Styles, header []string, rows [][]st
 		for _, row := range rows {
 			shown := make([]string, len(row))
 			for c, cell := range row {
-				// Tabs as spaces and bytes that are not UTF-8 as the U+FFFD the
-				// terminal shows, so that lipgloss measures what is shown.
-				shown[c] = string([]rune(strings.ReplaceAll(cell, "\t", tabSpaces)))
+				// Tabs as spaces, so that lipgloss measures what is shown
+				// (Table has escaped controls and bytes that are not UTF-8).
+				shown[c] = strings.ReplaceAll(cell, "\t", tabSpaces)
 			}
 			tbl.Row(shown...)
 		}

@@ -27,6 +27,19 @@ func TestControlEscaper(t *testing.T) {
 			t.Errorf("sgr=%v:\n got %q\nwant %q", c.sgr, sb.String(), c.want)
 		}
 	}
+	// Bytes that are not UTF-8 (a lone 0x9b is CSI to an 8-bit terminal)
+	// are written as \xNN; valid runes pass; a rune cut by the end of one
+	// write is left whole for the next.
+	var sb strings.Builder
+	esc := &controlEscaper{w: &sb}
+	for _, part := range []string{"k\xff\x9b é日 \xe2\x82", "\xac \xf0", "\x9f", "\x98\x80\x80\n"} {
+		if _, err := esc.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := `k\xff\x9b é日 € 😀\x80` + "\n"; sb.String() != want {
+		t.Errorf("not UTF-8:\n got %q\nwant %q", sb.String(), want)
+	}
 }
 
 // TestRenderTable: plain columns two spaces apart and a rounded-border table

@@ -156,8 +156,12 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			}
 			if opts.Grace < g {
 				opts.GraceClamped = true
-				fmt.Fprintf(f.IO.ErrOut, "lockctl: --grace %s does not fit the %s lease: lowered to %s so the SIGKILL lands before the lease could pass to another holder\n",
-					lockcore.FormatDuration(g), lockcore.FormatDuration(opts.Lease.Lease), lockcore.FormatDuration(opts.Grace))
+				which := "--grace"
+				if !cmd.Flags().Changed("grace") {
+					which = "the default --grace"
+				}
+				fmt.Fprintf(f.IO.ErrOut, "lockctl: %s %s does not fit the %s lease: lowered to %s so the SIGKILL lands before the lease could pass to another holder\n",
+					which, lockcore.FormatDuration(g), lockcore.FormatDuration(opts.Lease.Lease), lockcore.FormatDuration(opts.Grace))
 			}
 			opts.Command = command
 			if shell && len(command) > 0 {

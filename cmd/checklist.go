@@ -91,7 +91,7 @@ Redis cannot be reached. Never writes to Redis.`,
 				return err
 			}
 			opts := &ChecklistOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Value: value}
-			if opts.Policy, err = policySetting(f.Config); err != nil {
+			if opts.Policy, err = f.policySetting(); err != nil {
 				return err
 			}
 			if err := choice("fail-on", failOn, "fail", "warn"); err != nil {

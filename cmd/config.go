@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -262,30 +263,65 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// durationSetting reads a duration configuration value, naming its key (or
-// flag) and the value when it does not parse or is not positive.
-func durationSetting(v *viper.Viper, key, name string) (time.Duration, error) {
-	s := v.GetString(key)
-	d, err := lockcore.ParsePositiveDuration(s)
+// settingSource is where key's effective value comes from: "flag", "env",
+// "file" or "default" (precedence in that order; cmd's flags bound with
+// bindFlag, path the config file read or "").
+func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string {
+	changed := false
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if keys, ok := fl.Annotations[viperKey]; ok && keys[0] == key && fl.Changed {
+			changed = true
+		}
+	})
+	_, envSet := os.LookupEnv(envName(key))
+	switch {
+	case changed:
+		return "flag"
+	case envSet:
+		return "env"
+	case path != "" && v.InConfig(key):
+		return "file"
+	}
+	return "default"
+}
+
+// settingName names key in an error by where its value came from: its
+// LOCKCTL_* variable, its key and the config file, else flag (the flag's
+// name, for a value given there or the default).
+func (f *Factory) settingName(key, flag string) string {
+	switch settingSource(f.cmd, f.Config, f.ConfigPath, key) {
+	case "env":
+		return envName(key)
+	case "file":
+		return fmt.Sprintf("%s (%s)", key, f.ConfigPath)
+	}
+	return flag
+}
+
+// durationSetting reads a duration configuration value, naming where it
+// came from (settingName: flag, variable or file key) and the value when it
+// does not parse or is not positive.
+func (f *Factory) durationSetting(key, flag string) (time.Duration, error) {
+	d, err := lockcore.ParsePositiveDuration(f.Config.GetString(key))
 	if err != nil {
-		return 0, usageErrorf("%s %s", name, err)
+		return 0, usageErrorf("%s %s", f.settingName(key, flag), err)
 	}
 	return d, nil
 }
 
 // policySetting returns the lease policy from policy.lease_cap,
 // policy.renew_bound and policy.renew_every.
-func policySetting(v *viper.Viper) (lockcore.Policy, error) {
+func (f *Factory) policySetting() (lockcore.Policy, error) {
 	p := lockcore.DefaultPolicy()
 	var err error
-	if p.LeaseCap, err = durationSetting(v, keyLeaseCap, "lease-cap"); err != nil {
+	if p.LeaseCap, err = f.durationSetting(keyLeaseCap, "lease-cap"); err != nil {
 		return p, err
 	}
-	if p.RenewBound, err = durationSetting(v, keyRenewBound, "renew-bound"); err != nil {
+	if p.RenewBound, err = f.durationSetting(keyRenewBound, "renew-bound"); err != nil {
 		return p, err
 	}
-	if v.GetString(keyRenewEvery) != "" {
-		if p.RenewEvery, err = durationSetting(v, keyRenewEvery, "renew-every"); err != nil {
+	if f.Config.GetString(keyRenewEvery) != "" {
+		if p.RenewEvery, err = f.durationSetting(keyRenewEvery, "renew-every"); err != nil {
 			return p, err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // ConfigSetting is one effective configuration value and where it came from.
@@ -73,12 +72,6 @@ Passwords are shown as *** and URLs are redacted.`,
 var secretKeys = map[string]bool{keyRedisPassword: true, keyRedisSentinelPassword: true}
 
 func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
-	flags := map[string]*pflag.Flag{}
-	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if keys, ok := fl.Annotations[viperKey]; ok {
-			flags[keys[0]] = fl
-		}
-	})
 	keys := make([]string, 0, len(configDefaults))
 	for k := range configDefaults {
 		keys = append(keys, k)
@@ -86,19 +79,9 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	sort.Strings(keys)
 	view := ConfigView{ConfigFile: f.ConfigPath, Settings: make([]ConfigSetting, 0, len(keys))}
 	for _, k := range keys {
-		env := envName(k)
-		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: "default", Env: env}
+		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: settingSource(cmd, f.Config, f.ConfigPath, k), Env: envName(k)}
 		if k == keyRedisSentinel { // a string or a YAML list
 			s.Value = strings.Join(listSetting(f.Config, k), ",")
-		}
-		_, envSet := os.LookupEnv(env)
-		switch {
-		case flags[k] != nil && flags[k].Changed:
-			s.Source = "flag"
-		case envSet:
-			s.Source = "env"
-		case f.ConfigPath != "" && f.Config.InConfig(k):
-			s.Source = "file"
 		}
 		if k == keyRedisPassword && s.Value == "" && os.Getenv("REDISCLI_AUTH") != "" {
 			s.Value, s.Source = os.Getenv("REDISCLI_AUTH"), "env"

@@ -44,9 +44,10 @@ const connURLForms = "redis://[user[:password]@]host[:port][/db], rediss://... f
 	"redis+sentinel://[user[:password]@]host:port[,host:port...]/master[/db], " +
 	"redis+cluster://[user[:password]@]host:port[,host:port...]"
 
-// connSettingsFrom reads the connection settings from v.
-func connSettingsFrom(v *viper.Viper) (connSettings, error) {
-	timeout, err := durationSetting(v, keyRedisTimeout, "timeout")
+// connSettings reads the connection settings from f's configuration.
+func (f *Factory) connSettings() (connSettings, error) {
+	v := f.Config
+	timeout, err := f.durationSetting(keyRedisTimeout, "timeout")
 	if err != nil {
 		return connSettings{}, err
 	}

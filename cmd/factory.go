@@ -24,6 +24,8 @@ type Factory struct {
 	Config *viper.Viper
 	// ConfigPath is the config file that was read, or "".
 	ConfigPath string
+	// cmd is the command being run (its flags are part of Config).
+	cmd *cobra.Command
 	// secrets are scrubbed from every error Execute prints.
 	secrets []string
 }
@@ -34,7 +36,7 @@ func (f *Factory) load(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	f.Config, f.ConfigPath = v, path
+	f.Config, f.ConfigPath, f.cmd = v, path, cmd
 	return nil
 }
 
@@ -72,7 +74,7 @@ func (c *RedisConn) Close() error { return c.Client.Close() }
 // connection failures exit 3; every message shows only the redacted URL and
 // has every known password scrubbed.
 func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
-	s, err := connSettingsFrom(f.Config)
+	s, err := f.connSettings()
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				}
 			}
 			opts.FailOn = failOn
-			pol, err := policySetting(f.Config)
+			pol, err := f.policySetting()
 			if err != nil {
 				return err
 			}

@@ -52,7 +52,7 @@ allowance Redlock clients use), and warnings. Never touches Redis.`,
 				return err
 			}
 			opts := &LeaseOptions{Printer: f.newPrinter(format)}
-			if opts.Policy, err = policySetting(f.Config); err != nil {
+			if opts.Policy, err = f.policySetting(); err != nil {
 				return err
 			}
 			if opts.Budgets, err = parseBudgets(budgets); err != nil {

@@ -141,7 +141,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			if opts.Keys, err = opts.KeysFor(false); err != nil {
 				return err
 			}
-			if opts.Lease, err = leaseSetting(f.Config, budget, mode); err != nil {
+			if opts.Lease, err = leaseSetting(f, budget, mode); err != nil {
 				return err
 			}
 			if opts.Wait, err = nonNegativeDuration("wait", wait); err != nil {
@@ -237,7 +237,7 @@ func keysSetting(v *viper.Viper, value, key string, cluster bool) (lockcore.Keys
 }
 
 // leaseSetting applies the configured policy to --budget and --mode.
-func leaseSetting(v *viper.Viper, budget, mode string) (lockcore.Lease, error) {
+func leaseSetting(f *Factory, budget, mode string) (lockcore.Lease, error) {
 	if budget == "" {
 		return lockcore.Lease{}, usageErrorf("--budget is required, e.g. --budget 1200s")
 	}
@@ -249,7 +249,7 @@ func leaseSetting(v *viper.Viper, budget, mode string) (lockcore.Lease, error) {
 	if err != nil {
 		return lockcore.Lease{}, usageErrorf("%v", err)
 	}
-	p, err := policySetting(v)
+	p, err := f.policySetting()
 	if err != nil {
 		return lockcore.Lease{}, err
 	}

@@ -287,7 +287,7 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 		o.Mode = m
 	}
 	if o.Budget > 0 {
-		p, err := policySetting(f.Config)
+		p, err := f.policySetting()
 		if err != nil {
 			return o, err
 		}

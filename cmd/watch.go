@@ -79,7 +79,7 @@ with one line on stderr, before watch gives up with exit 3.`,
 					return usageErrorf("duration %s", err)
 				}
 			}
-			pol, err := policySetting(f.Config)
+			pol, err := f.policySetting()
 			if err != nil {
 				return err
 			}

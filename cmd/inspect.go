@@ -493,12 +493,12 @@ func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
 		case l.Exists:
 			layout = l.Layout.Name + " (" + string(l.Layout.Confidence) + ")"
 		}
-		owner := l.Owner
+		owner := oneLineText(l.Owner)
 		if owner == "" && l.OwnerHex != "" {
 			owner = "hex:" + l.OwnerHex
 		}
-		if len(owner) > 40 {
-			owner = owner[:39] + "…"
+		if r := []rune(owner); len(r) > 40 {
+			owner = string(r[:39]) + "…"
 		}
 		if owner == "" {
 			owner = "-"
@@ -511,7 +511,7 @@ func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
 		if findings == "" {
 			findings = "-"
 		}
-		rows = append(rows, []string{l.Key, l.Type, ttl, exp, layout, owner, fenceCell(l.Fence), findings})
+		rows = append(rows, []string{oneLineText(l.Key), l.Type, ttl, exp, layout, owner, fenceCell(l.Fence), findings})
 	}
 	return header, rows
 }

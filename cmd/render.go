@@ -77,6 +77,9 @@ type controlEscaper struct {
 	// cut is how many continuation bytes the rune cut by the end of the
 	// last write still has to come: they pass as they are.
 	cut int
+	// whole says each write is the whole text: a rune cut by its end is
+	// bytes that are not UTF-8.
+	whole bool
 }
 
 func (c *controlEscaper) Write(b []byte) (int, error) {
@@ -110,7 +113,7 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 		case x < 0x20 && x != '\n' && x != '\t' || x == 0x7f:
 			out = fmt.Appendf(out, "\\x%02x", x)
 		case x >= 0x80:
-			if !utf8.FullRune(b[i:]) { // a valid start cut by the end of b
+			if !c.whole && !utf8.FullRune(b[i:]) { // a valid start cut by the end of b
 				c.cut = runeLenByLead(x) - (len(b) - i)
 				out = append(out, b[i:]...)
 				i = len(b)
@@ -268,21 +271,25 @@ func (t *TableView) Table(header []string, rows [][]string) {
 	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Styles, header, shown)
 }
 
-// escapeCell writes a table cell's control characters as controlEscaper
-// does, and its line breaks as \n, before the columns are measured: a key
-// or owner read from Redis with a newline in it would start a row of its
-// own, and an escape sequence measured as zero width would shift the
-// columns once escaped.
+// escapeCell writes a table cell's line breaks as \n and \r, and its
+// control characters and bytes that are not UTF-8 as controlEscaper does
+// (the cell is the whole text: a rune cut at its end is escaped), before the
+// columns are measured: a key or owner read from Redis with a newline in it
+// would start a row of its own, and an escape sequence measured as zero
+// width would shift the columns once escaped. With sgr, colour sequences
+// pass: only for cells lockctl styled itself.
 func escapeCell(cell string, sgr bool) string {
-	cell = strings.ReplaceAll(cell, "\n", `\n`)
 	var b strings.Builder
-	_, _ = (&controlEscaper{w: &b, sgr: sgr}).Write([]byte(cell))
+	_, _ = (&controlEscaper{w: &b, sgr: sgr, whole: true}).Write([]byte(lineBreaks.Replace(cell)))
 	return b.String()
 }
 
-// oneLineText writes the line breaks of a text read from Redis (a key, a
-// message quoting one) as \n and \r, so that it stays on its line.
-func oneLineText(s string) string { return lineBreaks.Replace(s) }
+// oneLineText writes a text read from Redis (a key, an owner, a message
+// quoting one) for one line or table cell of text output: line breaks as \n
+// and \r, control characters and bytes that are not UTF-8 as \xNN, colour
+// sequences too (in data they are not lockctl's: ESC [8m would hide what
+// follows on a colour terminal).
+func oneLineText(s string) string { return escapeCell(s, false) }
 
 var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 

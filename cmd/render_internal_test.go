@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/simulate"
 )
 
@@ -137,5 +138,20 @@ func TestLiveAgreement(t *testing.T) {
 		if got := liveAgreement(st, c.res); got != c.want {
 			t.Errorf("liveAgreement:\n got %q\nwant %q", got, c.want)
 		}
+	}
+}
+
+// A cell or a line of data is the whole text: a rune cut at its end is
+// escaped, and a colour sequence in data is escaped even on a colour
+// terminal (ESC [8m would hide what follows).
+func TestDataTextEscapes(t *testing.T) {
+	if got, want := escapeCell("t:\xe4\xb8", true), `t:\xe4\xb8`; got != want {
+		t.Errorf("escapeCell = %q, want %q", got, want)
+	}
+	if got, want := oneLineText("pay\x1b[8m-decoy\r\n"), `pay\x1b[8m-decoy\r\n`; got != want {
+		t.Errorf("oneLineText = %q, want %q", got, want)
+	}
+	if _, rows := inspectRows([]inspect.Lock{{Key: "k\x1b[8mx", Owner: "o\x1b[31m"}}); rows[0][0] != `k\x1b[8mx` || rows[0][5] != `o\x1b[31m` {
+		t.Errorf("inspect row %q", rows[0])
 	}
 }

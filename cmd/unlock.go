@@ -351,5 +351,5 @@ func unlockRows(res UnlockResult) ([]string, [][]string) {
 		pttl = pttlText(time.Duration(*res.PTTLMS) * time.Millisecond)
 	}
 	return []string{"key", "type", "owner", "fence", "pttl", "verdict", "deleted"},
-		[][]string{{res.Key, res.Type, owner, fence, pttl, res.Verdict, strconv.FormatBool(res.Deleted)}}
+		[][]string{{oneLineText(res.Key), res.Type, oneLineText(owner), fence, pttl, res.Verdict, strconv.FormatBool(res.Deleted)}}
 }

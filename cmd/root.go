@@ -30,6 +30,13 @@ func Execute(args []string, io *IOStreams) int {
 	if len(args) == 1 && args[0] == watchdogArg {
 		return runWatchdog()
 	}
+	// sh ignores SIGINT and SIGQUIT in a script's background jobs
+	// (stopSignals). Go's own SIGQUIT handler (a goroutine dump) hides
+	// whether the second was, so it is ignored with the first, for lockctl
+	// and for the child run starts. Ignore costs no signal thread.
+	if signal.Ignored(os.Interrupt) {
+		signal.Ignore(syscall.SIGQUIT)
+	}
 	ctx := &signalContext{Context: context.Background()}
 	defer ctx.stop()
 	f := &Factory{IO: io}

@@ -419,13 +419,8 @@ func pttlText(d time.Duration) string {
 func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
 	job := newJobControl(opts.IO.In)
 	forward := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	// SIGQUIT goes with SIGINT: sh ignores both in a script's background
-	// jobs, but Go installs its own SIGQUIT handler (a goroutine dump)
-	// whatever lockctl started with, so signal.Ignored cannot tell. Ignored
-	// here, it is ignored by the child too.
-	if signal.Ignored(syscall.SIGINT) {
-		signal.Ignore(syscall.SIGQUIT)
-	} else {
+	// SIGQUIT goes with SIGINT (Execute ignores it when SIGINT is).
+	if !signal.Ignored(syscall.SIGINT) {
 		forward = append(forward, syscall.SIGQUIT)
 	}
 	// Room for a burst: signal.Notify drops what does not fit, and a lost

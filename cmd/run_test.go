@@ -430,6 +430,31 @@ func TestRunKeepsIgnoredSignals(t *testing.T) {
 	}
 }
 
+// Started with SIGINT ignored (a script's background job), any command
+// ignores SIGQUIT too, as sh meant: no goroutine dump, and simulate
+// --redis, watch and the rest run on. SIGTERM still ends it (143).
+func TestIgnoredInterruptIgnoresQuit(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startProc(t, srv.URL(), exec.Command("sh", "-c", `trap '' INT; exec lockctl "$@"`, "sh",
+		"watch", "--key", "k", "--interval", "50ms", "--duration", "20s"))
+	time.Sleep(300 * time.Millisecond) // watching: its handlers are installed
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT} {
+		if err := p.Process.Signal(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if !alive(p.Process.Pid) {
+		t.Fatalf("SIGINT or SIGQUIT ended watch: %s", p.stderr.String())
+	}
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.exit(t); code != cmd.ExitTerminated || p.stderr.String() != "lockctl: terminated\n" {
+		t.Errorf("exit %d, stderr %q; want 143 and one line", code, p.stderr.String())
+	}
+}
+
 // ignoredSignals is the SigIgn mask of pid in /proc/PID/status.
 func ignoredSignals(t *testing.T, pid int) uint64 {
 	t.Helper()

@@ -153,7 +153,7 @@ func (d *Document) Line(p Path) int {
 // "key", "size", "documents") for YAML that JSON cannot hold, that expands
 // past lim, or that goes on after the first document.
 func Parse(data []byte, lim Limits) (*Document, error) {
-	if err := notUTF8(data); err != nil {
+	if err := unprintable(data); err != nil {
 		return nil, err
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -183,23 +183,32 @@ func Parse(data []byte, lim Limits) (*Document, error) {
 	return &Document{Root: expanded, Value: v, lines: c.lines, nodes: c.nodes, ix: c.ix}, nil
 }
 
-// notUTF8 is a *SyntaxError at the line of the first byte that is not
-// UTF-8 (the YAML parser reports no line for it), or nil. A file that starts
-// with a UTF-16 byte order mark is left to the parser, which reads UTF-16.
-func notUTF8(data []byte) error {
-	if utf8.Valid(data) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
+// unprintable is a *SyntaxError at the line of the first byte that is not
+// UTF-8, or of the first character YAML does not allow (YAML 1.2, 5.1: C0
+// controls but tab, LF and CR; DEL; C1 controls but NEL; U+FFFE, U+FFFF),
+// or nil; the YAML parser reports no line for them. A file that starts with
+// a UTF-16 byte order mark is left to the parser, which reads UTF-16.
+func unprintable(data []byte) error {
+	if bytes.HasPrefix(data, []byte{0xfe, 0xff}) || bytes.HasPrefix(data, []byte{0xff, 0xfe}) {
 		return nil
 	}
-	i := 0
-	for i < len(data) {
+	for i := 0; i < len(data); {
 		r, n := utf8.DecodeRune(data[i:])
-		if r == utf8.RuneError && n == 1 {
-			break
+		msg := ""
+		switch {
+		case r == utf8.RuneError && n == 1:
+			msg = fmt.Sprintf("byte 0x%02x is not UTF-8; the file must be UTF-8 text", data[i])
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r', r == 0x7f:
+			msg = fmt.Sprintf("control character 0x%02x is not allowed in YAML", r)
+		case r >= 0x80 && r <= 0x9f && r != 0x85, r == 0xfffe, r == 0xffff:
+			msg = fmt.Sprintf("control character U+%04X is not allowed in YAML", r)
+		}
+		if msg != "" {
+			return &SyntaxError{Line: 1 + bytes.Count(data[:i], []byte("\n")), Msg: msg}
 		}
 		i += n
 	}
-	return &SyntaxError{Line: 1 + bytes.Count(data[:i], []byte("\n")),
-		Msg: fmt.Sprintf("byte 0x%02x is not UTF-8; the file must be UTF-8 text", data[i])}
+	return nil
 }
 
 func syntaxError(err error) *SyntaxError {

@@ -103,6 +103,13 @@ func TestParse(t *testing.T) {
 	if _, err := Parse([]byte("a: 1\nb: \xff\n"), lim); !errors.As(err, &syn) || syn.Line != 2 || !strings.Contains(syn.Msg, "0xff is not UTF-8") {
 		t.Errorf("not UTF-8: %v", err)
 	}
+	// So is a control character YAML does not allow; tabs and CRLF pass.
+	if _, err := Parse([]byte("a: 1\r\n\tb: 2\n\nc: \x1b[31m\n"), lim); !errors.As(err, &syn) || syn.Line != 4 || !strings.Contains(syn.Msg, "0x1b is not allowed") {
+		t.Errorf("control character: %v", err)
+	}
+	if _, err := Parse([]byte("a: é\u00a0ok\n"), lim); err != nil {
+		t.Errorf("NBSP: %v", err)
+	}
 	if _, err := Parse([]byte("# only a comment\n"), lim); !errors.Is(err, ErrEmpty) {
 		t.Errorf("empty: %v", err)
 	}

@@ -175,8 +175,9 @@ func (p Policy) warnings(l Lease) []Warning {
 	}
 	if l.Renewable {
 		switch {
-		case l.RenewEvery >= l.Lease:
-			add(WarnRenewNotNeeded, "renew-every %s is not shorter than the lease %s: the lease ends before it is renewed", FormatDuration(l.RenewEvery), FormatDuration(l.Lease))
+		case l.RenewEvery >= l.Lease-l.CancelMargin:
+			add(WarnRenewNotNeeded, "renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease ends before it is renewed",
+				FormatDuration(l.RenewEvery), FormatDuration(l.Lease), FormatDuration(l.CancelMargin))
 		case l.RenewEvery*2 >= l.Lease:
 			add(WarnRenewTooSlow, "renew-every %s is at least half the lease %s: one missed renewal loses the lock", FormatDuration(l.RenewEvery), FormatDuration(l.Lease))
 		}

@@ -89,6 +89,13 @@ func TestLeaseWarnings(t *testing.T) {
 	if !hasWarning(l, WarnRenewNotNeeded) {
 		t.Errorf("renew 90s of 60s: %v", l.Warnings)
 	}
+	// Within the cancel margin (602ms of 60s) the lease cannot be proven
+	// held at the renewal either: run refuses it, checklist fails it.
+	p.RenewEvery = 59500 * time.Millisecond
+	l, _ = p.LeaseFor(1200*time.Second, ModeTrusted)
+	if !hasWarning(l, WarnRenewNotNeeded) {
+		t.Errorf("renew 59.5s of 60s: %v", l.Warnings)
+	}
 	l, _ = DefaultPolicy().LeaseFor(30*time.Second, ModeTrusted)
 	if len(l.Warnings) != 0 {
 		t.Errorf("30s trusted: want no warnings, got %v", l.Warnings)

@@ -169,7 +169,7 @@ func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string
 	}
 	// Errors quote keys and values read from Redis: control characters in
 	// them are written as \xNN, as in text output.
-	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", escapeCell(f.scrub(joinLines(err.Error())), false))
+	fmt.Fprintf(io.ErrOut, "lockctl: %s\n", oneLineText(f.scrub(joinLines(err.Error()))))
 	if errors.As(err, &ee) && ee.Hint != "" {
 		fmt.Fprintln(io.ErrOut, ee.Hint)
 	} else if code == ExitUsage {

@@ -402,7 +402,7 @@ func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
 	}
 	who := fmt.Sprintf("value %q", h.Value)
 	if fence, owner, err := lockcore.ParseValue(h.Value); err == nil {
-		who = fmt.Sprintf("owner %s (fence %d)", escapeCell(owner, false), fence)
+		who = fmt.Sprintf("owner %s (fence %d)", oneLineText(owner), fence)
 	}
 	return fmt.Errorf("lock not obtained (%s): %s is held by %s, PTTL %s", waited, h.Key, who, pttlText(h.PTTL))
 }
@@ -525,7 +525,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			keeper.Stop()
 			cause = lockcore.ErrLeaseLost
 			_ = signalGroup(child.Process, syscall.SIGKILL)
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", escapeCell(lock.Keys.Lock, false))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(lock.Keys.Lock))
 		case <-workDone:
 			workDone = nil
 			keeper.Stop()
@@ -546,7 +546,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			defer t.Stop()
 			kill = t.C
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
-				escapeCell(stopReason(cause, lastRenewErr, opts.Lease, lock.Keys.Lock), false), lockcore.FormatDuration(wait.Round(time.Millisecond)))
+				oneLineText(stopReason(cause, lastRenewErr, opts.Lease, lock.Keys.Lock)), lockcore.FormatDuration(wait.Round(time.Millisecond)))
 		case <-kill:
 			kill = nil
 			_ = signalGroup(child.Process, syscall.SIGKILL)
@@ -566,9 +566,9 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	if cause == nil {
 		switch {
 		case errors.Is(relErr, lockcore.ErrNotHeld):
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: %s was no longer held when the command exited (it expired or was taken over)\n", escapeCell(lock.Keys.Lock, false))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: %s was no longer held when the command exited (it expired or was taken over)\n", oneLineText(lock.Keys.Lock))
 		case relErr != nil:
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", escapeCell(lock.Keys.Lock, false), oneLine(relErr), lockcore.FormatDuration(lock.Lease))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", oneLineText(lock.Keys.Lock), oneLine(relErr), lockcore.FormatDuration(lock.Lease))
 		}
 		if code := childExitCode(child.ProcessState); code != 0 {
 			return &ExitError{Code: code}

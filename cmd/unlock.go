@@ -292,7 +292,7 @@ func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 // confirms. Ctrl-C at the prompt returns ctx's error (exit 130), not a
 // declined answer.
 func confirm(ctx context.Context, io *IOStreams, res UnlockResult) (bool, error) {
-	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", escapeCell(res.Key, false), escapeCell(holderText(res), false))
+	fmt.Fprintf(io.ErrOut, "Delete %s (%s)? This lets another holder in while this one may still run. [y/N] ", oneLineText(res.Key), oneLineText(holderText(res)))
 	answer := make(chan string, 1)
 	go func() { // left blocked on the terminal if ctx ends first; lockctl exits
 		line, _ := bufio.NewReader(io.In).ReadString('\n')

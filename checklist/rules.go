@@ -205,8 +205,8 @@ func ruleRenewInterval(e *env) verdict {
 	if e.s.Lock.RenewEvery != 0 {
 		every, p = time.Duration(e.s.Lock.RenewEvery), "lock.renew_every"
 	}
-	if margin := lockcore.CancelMargin(e.lease); every >= e.lease-margin {
-		return fail(p, "renewed every %s, not shorter than the %s lease minus its %s cancel margin: the lease ends before it is renewed (RENEW_AFTER_END)", fd(every), fd(e.lease), fd(margin))
+	if lockcore.RenewsAfterEnd(e.lease, every) {
+		return fail(p, "renewed every %s, not shorter than the %s lease minus its %s cancel margin: the lease ends before it is renewed (RENEW_AFTER_END)", fd(every), fd(e.lease), fd(lockcore.CancelMargin(e.lease)))
 	}
 	if every*3 > e.lease {
 		return warn(p, "renewed every %s, above lease/3 = %s of the %s lease: one or two missed renewals lose the lock", fd(every), fd(e.lease/3), fd(e.lease))

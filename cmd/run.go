@@ -279,15 +279,15 @@ func nonNegativeDuration(name, s string) (time.Duration, error) {
 // (for a fixed lease, renew-every counts as 0). It returns a usage error when
 // the lease is within its cancel margin, or renew-every leaves no slack.
 func ClampGrace(l lockcore.Lease, grace time.Duration) (time.Duration, error) {
-	if l.Lease <= l.CancelMargin {
+	switch {
+	case lockcore.RenewsAfterEnd(l.Lease, 0):
 		return 0, usageErrorf("lease %s is not longer than its cancel margin %s (lease/100 + 2ms): it can never be proven held; give a longer --budget",
 			lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
-	}
-	slack := l.Lease - l.CancelMargin - l.RenewEvery
-	if slack <= 0 {
+	case lockcore.RenewsAfterEnd(l.Lease, l.RenewEvery):
 		return 0, usageErrorf("renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease would end before it is renewed",
 			lockcore.FormatDuration(l.RenewEvery), lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
 	}
+	slack := l.Lease - l.CancelMargin - l.RenewEvery
 	return min(grace, (slack / 2).Truncate(time.Millisecond)), nil
 }
 

@@ -121,6 +121,14 @@ func CancelMargin(lease time.Duration) time.Duration {
 	return lease/100 + 2*time.Millisecond
 }
 
+// RenewsAfterEnd reports whether renewals every `every` come too late for a
+// lease of `lease`: not before the lease, less its CancelMargin, can no
+// longer be proven held (RENEW_AFTER_END; lockctl run refuses it, the
+// checklist fails it). A fixed lease is every = 0.
+func RenewsAfterEnd(lease, every time.Duration) bool {
+	return every >= lease-CancelMargin(lease)
+}
+
 // LeaseFor applies the policy to a budget. Rules (reference platform):
 // ordinary → lease = budget, not renewed; trusted → lease = min(budget, cap),
 // renewed every RenewEvery (default lease/3 in whole ms), bound max(budget, RenewBound).
@@ -175,7 +183,7 @@ func (p Policy) warnings(l Lease) []Warning {
 	}
 	if l.Renewable {
 		switch {
-		case l.RenewEvery >= l.Lease-l.CancelMargin:
+		case RenewsAfterEnd(l.Lease, l.RenewEvery):
 			add(WarnRenewNotNeeded, "renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease ends before it is renewed",
 				FormatDuration(l.RenewEvery), FormatDuration(l.Lease), FormatDuration(l.CancelMargin))
 		case l.RenewEvery*2 >= l.Lease:

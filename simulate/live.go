@@ -826,12 +826,12 @@ func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time, byS
 	r.grants = append(r.grants, g)
 	g.seq = len(r.grants)
 	a.lock, a.grant, a.inSection, a.cancelled, a.secStart = lock, g, true, false, time.Now()
+	r.startRenewerLocked(a)
 	r.mu.Unlock()
 	r.event(a.name, "acquire", true, lock.Fence, fmt.Sprintf("SET NX PX %s, fence %d", fmtMS(r.p.lease), lock.Fence))
 	if backwards {
 		r.violate(CodeFenceBackwards, a.name, fmt.Sprintf("%s got fence %d, not above %d", a.name, lock.Fence, prev))
 	}
-	r.startRenewer(a)
 }
 
 // liveLease is the policy's lease in real time, for lockcore.Keeper (the
@@ -854,13 +854,12 @@ func (r *liveRun) liveLease(a *liveActor) lockcore.Lease {
 	return l
 }
 
-// startRenewer starts lockcore's Keeper when owner checks and cancel-on-loss
-// are on; otherwise a renewer with the guard that is off missing (blind
-// PEXPIRE, or failures that cancel nothing).
-func (r *liveRun) startRenewer(a *liveActor) {
+// startRenewerLocked starts lockcore's Keeper when owner checks and
+// cancel-on-loss are on; otherwise a renewer with the guard that is off
+// missing (blind PEXPIRE, or failures that cancel nothing). r.mu must be
+// held.
+func (r *liveRun) startRenewerLocked(a *liveActor) {
 	g := r.sc.Guards
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	watch := func(ctx context.Context) {
 		if !g.CancelOnLoss {
 			return
@@ -886,6 +885,12 @@ func (r *liveRun) startRenewer(a *liveActor) {
 	watch(ctx)
 	stop, done := make(chan struct{}), make(chan struct{})
 	a.stopRenew, a.renewDone = stop, done
+	if r.p.renewable {
+		// Its first renewal (after a pause, a catch-up one at once) is
+		// published before renewLoop runs, so a step due with it waits
+		// for it (pendingLocked), as in the model.
+		a.renewDue = a.renewedAt.Add(r.dur(r.p.renewEvery))
+	}
 	go r.renewLoop(a, ctx, cancel, stop, done)
 }
 
@@ -1136,13 +1141,27 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 
 func (r *liveRun) cancel(a *liveActor, cause error) {
 	r.mu.Lock()
+	cancelled := r.cancelLocked(a)
+	r.mu.Unlock()
+	if cancelled {
+		r.cancelled(a, cause)
+	}
+}
+
+// cancelLocked ends a's critical section as cancelled and reports whether
+// it did (false: not in one, or already cancelled); the caller records the
+// event (cancelled) once r.mu is released. r.mu must be held.
+func (r *liveRun) cancelLocked(a *liveActor) bool {
 	if !a.inSection || a.cancelled {
-		r.mu.Unlock()
-		return
+		return false
 	}
 	a.cancelled = true
 	r.endSectionLocked(a, time.Now())
-	r.mu.Unlock()
+	return true
+}
+
+// cancelled records the cancel event of a's work, for cause.
+func (r *liveRun) cancelled(a *liveActor, cause error) {
 	why := map[error]string{lockcore.ErrLeaseLost: "the lease can no longer be proven",
 		lockcore.ErrBudgetExceeded: "the budget ended", lockcore.ErrBoundReached: "the renewal bound was reached"}[cause]
 	r.event(a.name, "cancel", true, 0, "work cancelled: "+why)
@@ -1186,13 +1205,20 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 	}
 	restart := a.frozen && a.inSection && !a.crashed && a.lock != nil
 	a.frozen = false
-	r.mu.Unlock()
+	// In the same critical section as the end of the freeze, so that no
+	// other process's step due at the wake-up (aheadLocked) runs between
+	// them.
+	cancelled := false
 	switch {
 	case !restart:
 	case r.sc.Guards.CancelOnLoss && !time.Now().Before(a.lock.ValidUntil()):
-		r.cancel(a, lockcore.ErrLeaseLost)
+		cancelled = r.cancelLocked(a)
 	default:
-		r.startRenewer(a)
+		r.startRenewerLocked(a)
+	}
+	r.mu.Unlock()
+	if cancelled {
+		r.cancelled(a, lockcore.ErrLeaseLost)
 	}
 }
 
@@ -1229,8 +1255,19 @@ func (r *liveRun) aheadLocked(self *liveActor, t time.Time, idx int) bool {
 	if r.pendingLocked(t) {
 		return true
 	}
+	now := time.Now()
 	for _, b := range r.actors {
-		if b == self || b.next >= len(b.steps) || b.crashed || b.blocking || time.Now().Before(b.pausedUntil) {
+		if b == self || b.crashed {
+			continue
+		}
+		// A wake-up due by t and not yet done (thaw): the model wakes a
+		// process, restarts its renewer and fires its catch-up renewal
+		// before the other steps of that instant. A step in flight at the
+		// wake-up is its next step, ranked below.
+		if b.frozen && !b.inFlight && !b.pausedUntil.After(t) {
+			return true
+		}
+		if b.next >= len(b.steps) || b.blocking || now.Before(b.pausedUntil) {
 			continue
 		}
 		if d := r.nextDueLocked(b); d.Before(t) || (d.Equal(t) && b.steps[b.next].idx < idx) {

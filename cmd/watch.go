@@ -44,11 +44,11 @@ print one line per event:
 
   HELD / FREE          the state at the first sample
   ACQUIRED             the key appeared: a new owner
-  RENEWED              the TTL went up, same owner
+  RENEWED              a later expiry (or TTL), same owner
   RELEASED             the key went away well before its TTL
   EXPIRED              the key went away at its TTL
   TAKEOVER             the owner changed with no gap seen
-  TTL_JUMP             the TTL fell faster than time passed
+  TTL_JUMP             an earlier expiry, or the TTL fell faster than time passed
   FENCE_BACKWARDS      the fencing counter decreased
   RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
 

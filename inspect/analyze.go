@@ -21,6 +21,9 @@ type Value struct {
 	// ExpireAtMS is PEXPIRETIME (Unix ms) when the server has it, else the
 	// reader's clock + PTTL; 0 without a TTL.
 	ExpireAtMS int64
+	// ServerExpiry says ExpireAtMS is the server's PEXPIRETIME reply, exact
+	// to the ms, not an estimate from the reader's clock.
+	ServerExpiry bool
 	// Idle is OBJECT IDLETIME in seconds, nil when not allowed.
 	Idle *int64
 	// Bytes is the string value, or its first MaxValueBytes bytes.
@@ -164,6 +167,9 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	if v.ExpireAtMS > 0 && v.PTTL >= 0 {
 		s := rfc3339ms(time.UnixMilli(v.ExpireAtMS))
 		l.ExpiresAt = &s
+		if v.ServerExpiry {
+			l.serverExpireAtMS = v.ExpireAtMS
+		}
 	}
 	cks := companions(key, v, opts)
 	for _, c := range cks {

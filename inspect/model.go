@@ -136,6 +136,10 @@ type Lock struct {
 	// Truncated says only part of a large value was read.
 	Truncated bool      `json:"truncated,omitempty"`
 	Findings  []Finding `json:"findings"`
+	// serverExpireAtMS is ExpiresAt as the server's PEXPIRETIME gave it
+	// (Unix ms), 0 when it was estimated or there is no TTL; for watch
+	// (SampleOf).
+	serverExpireAtMS int64
 }
 
 // HexIfNotUTF8 returns s's bytes in lowercase hex when s is not valid UTF-8,

@@ -136,7 +136,7 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 			if err := m.pexp.Err(); err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 				r.noPExpireTime.Store(true)
 			} else if n, err := m.pexp.Int64(); err == nil && n > 0 {
-				v.ExpireAtMS = n
+				v.ExpireAtMS, v.ServerExpiry = n, true
 			}
 		}
 		if v.ExpireAtMS == 0 && v.PTTL >= 0 {

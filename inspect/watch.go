@@ -15,7 +15,8 @@ const (
 	EventFree = "FREE"
 	// EventAcquired: the key appeared (a new owner).
 	EventAcquired = "ACQUIRED"
-	// EventRenewed: the TTL went up, same owner.
+	// EventRenewed: the same owner's key got a later expiry (PEXPIRETIME),
+	// or, without it, a TTL above what was left.
 	EventRenewed = "RENEWED"
 	// EventReleased: the key went away well before its TTL.
 	EventReleased = "RELEASED"
@@ -23,7 +24,8 @@ const (
 	EventExpired = "EXPIRED"
 	// EventTakeover: the owner changed with no gap seen.
 	EventTakeover = "TAKEOVER"
-	// EventTTLJump: the TTL fell faster than time passed.
+	// EventTTLJump: the key got an earlier expiry (PEXPIRETIME), or the TTL
+	// fell faster than time passed (the server's clock stepped forward).
 	EventTTLJump = "TTL_JUMP"
 	// EventFenceBackwards: the fencing counter (or token) decreased.
 	EventFenceBackwards = "FENCE_BACKWARDS"
@@ -46,13 +48,18 @@ type Sample struct {
 	Owner string
 	// PTTLMS is the remaining TTL in ms (-1 none, -2 absent).
 	PTTLMS int64
+	// ExpireAtMS is the key's absolute expiry from PEXPIRETIME (Unix ms,
+	// the server's clock); 0 when unknown: no TTL, or a server before
+	// Redis 7.0. When two samples of one owner both have it, RENEWED and
+	// TTL_JUMP compare it exactly, whatever the replies' delays.
+	ExpireAtMS int64
 	// Fence is the fencing counter, else the holder's token, when the layout has one.
 	Fence *int64
 }
 
 // SampleOf turns an inspected Lock into a Sample taken at at.
 func SampleOf(l Lock, at time.Time) Sample {
-	s := Sample{At: at, Key: l.Key, Exists: l.Exists, PTTLMS: l.PTTLMS}
+	s := Sample{At: at, Key: l.Key, Exists: l.Exists, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS}
 	if b, err := hex.DecodeString(l.OwnerHex); err == nil {
 		s.Owner = string(b)
 	}
@@ -152,6 +159,7 @@ func (d *Differ) Next(cur Sample) []Event {
 	tol := d.opts.Tolerance
 	prevTTL := time.Duration(prev.PTTLMS) * time.Millisecond
 	expected := prevTTL - most
+	exact := prev.ExpireAtMS > 0 && cur.ExpireAtMS > 0
 	switch {
 	case !prev.Exists && !cur.Exists:
 	case !prev.Exists:
@@ -166,14 +174,22 @@ func (d *Differ) Next(cur Sample) []Event {
 	case prev.Owner != cur.Owner:
 		d.newOwner(cur)
 		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", show(cur.Owner), show(prev.Owner)))
-	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond > prevTTL-least+tol:
+	case prev.PTTLMS < 0 || cur.PTTLMS < 0: // no TTL to compare
+	case exact && cur.ExpireAtMS < prev.ExpireAtMS:
+		// The server's absolute expiry moved: a PEXPIRE (or SET) reached
+		// the key, whatever the replies' delays. Equal expiries are no
+		// renewal, but the server's clock may still have stepped forward
+		// (the last case: the TTL fell faster than time passed).
+		out = append(out, d.event(EventTTLJump, cur, prev, "expiry moved %dms earlier (PEXPIRETIME); TTL fell %dms in %dms",
+			prev.ExpireAtMS-cur.ExpireAtMS, prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
+	case exact && cur.ExpireAtMS > prev.ExpireAtMS, !exact && time.Duration(cur.PTTLMS)*time.Millisecond > prevTTL-least+tol:
 		out = append(out, d.event(EventRenewed, cur, prev, "renewed to %s", ttl(cur.PTTLMS)))
 		if b := d.opts.RenewBound; b > 0 && !d.pastBound && cur.At.Sub(d.ownerSince) > b {
 			d.pastBound = true
 			out = append(out, d.event(EventRenewedPastBound, cur, prev, "%s still renews after %s, past the %s renewal bound",
 				show(cur.Owner), lockcore.FormatDuration(cur.At.Sub(d.ownerSince).Round(time.Millisecond)), lockcore.FormatDuration(b)))
 		}
-	case prev.PTTLMS >= 0 && cur.PTTLMS >= 0 && time.Duration(cur.PTTLMS)*time.Millisecond < expected-tol:
+	case time.Duration(cur.PTTLMS)*time.Millisecond < expected-tol:
 		out = append(out, d.event(EventTTLJump, cur, prev, "TTL fell %dms in %dms", prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -22,6 +23,9 @@ func fenced(s inspect.Sample, f int64) inspect.Sample { s.Fence = &f; return s }
 
 // replied sets when the reply to s arrived (ms), later than it was sent.
 func replied(s inspect.Sample, ms int64) inspect.Sample { s.Done = at(ms); return s }
+
+// expiring sets the server's absolute expiry (PEXPIRETIME) to ms.
+func expiring(s inspect.Sample, ms int64) inspect.Sample { s.ExpireAtMS = at(ms).UnixMilli(); return s }
 
 func kinds(evs []inspect.Event) string {
 	out := make([]string, len(evs))
@@ -54,6 +58,17 @@ func TestDerive(t *testing.T) {
 		{"a jump beyond a slow reply", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 20000), 1200)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
 		{"a renewal beyond a slow reply", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 28900), 1200), replied(held(1300, "A", 30000), 1310)}, inspect.WatchOptions{}, "HELD RENEWED"},
 		{"expired during a slow reply", []inspect.Sample{held(0, "A", 500), replied(gone(100), 700)}, inspect.WatchOptions{}, "HELD EXPIRED"},
+		// With PEXPIRETIME on both sides a moved expiry is exact: a cut of
+		// 700ms that a 1.1s reply delay hides from the TTL alone is seen,
+		// and so is a renewal smaller than the jitter tolerance.
+		{"slow reply hides a cut from the TTL", []inspect.Sample{held(0, "A", 30000), replied(held(100, "A", 29200), 1200)}, inspect.WatchOptions{}, "HELD"},
+		{"a cut beyond a slow reply, by expiry", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(replied(held(100, "A", 29200), 1200), 29300)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		{"a small renewal, by expiry", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(held(10, "A", 30010), 30020)}, inspect.WatchOptions{}, "HELD RENEWED"},
+		// Same expiry: no PEXPIRE reached the key. A TTL that rose is the
+		// server's clock stepping back, not a renewal; one that fell faster
+		// than time passed is its clock stepping forward.
+		{"same expiry, TTL up: no renewal", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(held(1000, "A", 31000), 30000)}, inspect.WatchOptions{}, "HELD"},
+		{"same expiry, TTL down: clock jump", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(held(100, "A", 10000), 30000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
 		{"jitter is not a jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29870)}, inspect.WatchOptions{}, "HELD"},
 		{"fence backwards", []inspect.Sample{fenced(held(0, "A", 30000), 18), gone(100), fenced(held(200, "B", 30000), 17)}, inspect.WatchOptions{}, "HELD RELEASED FENCE_BACKWARDS ACQUIRED"},
 		// shared/cases.md 5: a Redisson watchdog renews 30000 → 25000 → 28000
@@ -127,5 +142,45 @@ func TestWatchRealRedis(t *testing.T) {
 	sample()
 	if got := kinds(evs); got != "FREE ACQUIRED RENEWED TAKEOVER RELEASED" {
 		t.Errorf("events = %q", got)
+	}
+}
+
+// TestWatchCutDuringPause: a read and a TTL cut both wait out a CLIENT
+// PAUSE, so one sample's reply comes 1s late. Whichever of the two the
+// server runs first, the cut (1s off a 30s TTL) is one TTL_JUMP, found from
+// PEXPIRETIME; from the TTL alone the late reply's wide window would hide it
+// when the read runs first.
+func TestWatchCutDuringPause(t *testing.T) {
+	srv := redistest.Start(t)
+	c, admin := srv.Client(t), srv.Client(t)
+	cutter := srv.Client(t)
+	k := "t:" + t.Name()
+	r := &inspect.Reader{}
+	d := inspect.NewDiffer(inspect.WatchOptions{})
+	var evs []inspect.Event
+	sample := func() {
+		sent := time.Now()
+		locks, err := r.Read(ctx, c, []string{k})
+		must(t, err)
+		s := inspect.SampleOf(locks[0], sent)
+		s.Done = time.Now()
+		if s.ExpireAtMS == 0 {
+			t.Fatalf("no PEXPIRETIME in the sample %+v", s)
+		}
+		evs = append(evs, d.Next(s)...)
+	}
+	must(t, c.Set(ctx, k, "1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 30*time.Second).Err())
+	sample()
+	must(t, admin.Do(ctx, "CLIENT", "PAUSE", "1000", "ALL").Err())
+	cut := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // after the read below is queued
+		cut <- cutter.PExpire(ctx, k, 28*time.Second).Err()
+	}()
+	sample() // sent at once, answered after the pause
+	must(t, <-cut)
+	sample()
+	if got := kinds(evs); got != "HELD TTL_JUMP" {
+		t.Errorf("events = %q, want HELD TTL_JUMP", got)
 	}
 }

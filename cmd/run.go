@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -45,7 +46,7 @@ type RunOptions struct {
 // (README.md): the keys, the lease and when the child is stopped. Durations
 // are in ms.
 type RunPlan struct {
-	Keys    lockcore.Keys        `json:"keys"`
+	Keys    PlanKeys             `json:"keys"`
 	Command []string             `json:"command"`
 	Lease   lockcore.LeaseReport `json:"lease"`
 	WaitMS  int64                `json:"wait_ms"`
@@ -60,6 +61,16 @@ type RunPlan struct {
 	// KillBeforeEndMS: the SIGKILL lands at least this long (the cancel
 	// margin) before the lease could end and pass to another holder.
 	KillBeforeEndMS int64 `json:"kill_before_end_ms"`
+}
+
+// PlanKeys are the lock and fence keys of a RunPlan, each with its bytes in
+// hex when they are not UTF-8 (inspect.HexIfNotUTF8; JSON would show them
+// as U+FFFD).
+type PlanKeys struct {
+	Lock     string `json:"lock"`
+	LockHex  string `json:"lock_hex,omitempty"`
+	Fence    string `json:"fence"`
+	FenceHex string `json:"fence_hex,omitempty"`
 }
 
 // NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
@@ -303,7 +314,8 @@ func budgetTerm(l lockcore.Lease, grace time.Duration) time.Duration {
 
 func (opts *RunOptions) plan() RunPlan {
 	return RunPlan{
-		Keys: opts.Keys, Command: append([]string{}, opts.Command...), Lease: opts.Lease.Report(),
+		Keys:    PlanKeys{Lock: opts.Keys.Lock, LockHex: inspect.HexIfNotUTF8(opts.Keys.Lock), Fence: opts.Keys.Fence, FenceHex: inspect.HexIfNotUTF8(opts.Keys.Fence)},
+		Command: append([]string{}, opts.Command...), Lease: opts.Lease.Report(),
 		WaitMS: opts.Wait.Milliseconds(), GraceMS: opts.Grace.Milliseconds(), GraceClamped: opts.GraceClamped,
 		BudgetTermMS:        budgetTerm(opts.Lease, opts.Grace).Milliseconds(),
 		LostTermBeforeEndMS: (opts.Lease.CancelMargin + opts.Grace).Milliseconds(),

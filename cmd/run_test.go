@@ -590,3 +590,15 @@ func TestRunSignalsStoppedChild(t *testing.T) {
 		t.Errorf("exit %d, want the child's 42: %s", code, p.stderr.String())
 	}
 }
+
+// A key that is not UTF-8 shows as U+FFFD in the dry run's JSON; lock_hex
+// and fence_hex name its bytes, and UTF-8 keys have neither.
+func TestRunDryRunHexKeys(t *testing.T) {
+	code, out, errOut := run(t, "run", "--dry-run", "--budget", "10s", "--key-template", "lk:{value}", "-o", "json", "o\xff", "--", "true")
+	if code != 0 || !strings.Contains(out, `"lock_hex": "6c6b3a6fff"`) || !strings.Contains(out, `"fence_hex": "7b6c6b3a6fff7d3a66656e6365"`) {
+		t.Errorf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	if _, out, _ := run(t, "run", "--dry-run", "--budget", "10s", "-o", "json", "o", "--", "true"); strings.Contains(out, "_hex") {
+		t.Errorf("UTF-8 keys have a hex form: %s", out)
+	}
+}

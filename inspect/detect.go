@@ -103,11 +103,22 @@ func (d *detection) detectString() {
 func (d *detection) lockctl(s string) {
 	digits, owner, _ := strings.Cut(s, ":")
 	d.setOwner([]byte(owner))
-	fence, _ := strconv.ParseInt(digits, 10, 64)
 	key, cv, ok := d.companion(RoleFence)
-	f := &Fence{Value: ptr(fence), CounterKey: key}
+	f := &Fence{CounterKey: key}
 	d.lock.Fence = f
 	d.fenced = true
+	fence, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		// 19 or 20 digits above 2^63−1: no acquire wrote it, INCR stops
+		// there ("increment or decrement would overflow").
+		d.setLayout("lockctl", Likely)
+		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
+		if n, isInt := parseInt(string(cv.Bytes)); ok && cv.Type == "string" && isInt {
+			f.Counter = ptr(n)
+		}
+		return
+	}
+	f.Value = ptr(fence)
 	if !ok {
 		d.setLayout("lockctl", Likely)
 		d.lock.add(NO_FENCE, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
@@ -449,7 +460,7 @@ func isUUID(s string) bool {
 // isLockctlValue reports "<fence digits>:<32 lowercase hex>".
 func isLockctlValue(s string) bool {
 	f, o, ok := strings.Cut(s, ":")
-	return ok && len(f) <= 19 && isDigits(f) && len(o) == 32 && isHex(o)
+	return ok && len(f) <= 20 && isDigits(f) && len(o) == 32 && isHex(o)
 }
 
 // isDistLockValue reports "<host>_<pid>_<32 lowercase hex>".

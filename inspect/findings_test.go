@@ -266,3 +266,21 @@ func TestCompanionKeys(t *testing.T) {
 		t.Errorf("signal list: role %q findings %s", l.Role, codes(l))
 	}
 }
+
+// INCR stops at 2^63−1, so a longer fence in a lockctl value was never
+// issued: FENCE_MISMATCH names it, and no token is shown. ParseInt used to
+// clamp a 19-digit one to 9223372036854775807, and a 20-digit one was not
+// taken for a lockctl value at all.
+func TestFenceOverflow(t *testing.T) {
+	c := client(t)
+	for _, fence := range []string{"9223372036854775808", "18446744073709551616"} {
+		k := "t:" + t.Name() + ":" + fence
+		must(t, c.Set(ctx, k, fence+":"+lockcore.NewOwnerToken(), 20*time.Second).Err())
+		must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 2, 0).Err())
+		l := readOne(t, c, k, inspect.Options{})
+		if codes(l) != "FENCE_MISMATCH:error" || !strings.Contains(l.Findings[0].Message, fence) || l.Layout.Name != "lockctl" ||
+			l.Fence == nil || l.Fence.Value != nil || l.Fence.Counter == nil || *l.Fence.Counter != 2 {
+			t.Errorf("fence %s: layout %v, fence %+v, findings %+v", fence, l.Layout, l.Fence, l.Findings)
+		}
+	}
+}

@@ -162,12 +162,12 @@ func checkInspectArgs(opts *InspectOptions) error {
 func checkValuesKeys(values, keys []string) error {
 	for _, v := range values {
 		if v == "" {
-			return usageErrorf("value %q is empty: the key template would build a key without it", v)
+			return emptyValueError()
 		}
 	}
 	for _, k := range keys {
 		if k == "" {
-			return usageErrorf("--key %q is empty; give an exact Redis key", k)
+			return emptyFlagError("key")
 		}
 	}
 	return nil
@@ -178,10 +178,20 @@ func checkValuesKeys(values, keys []string) error {
 func emptyFlags(cmd *cobra.Command, names ...string) error {
 	for _, name := range names {
 		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
-			return usageErrorf("--%s is empty; give a value, or leave the flag out", name)
+			return emptyFlagError(name)
 		}
 	}
 	return nil
+}
+
+// emptyFlagError is the one line (exit 2) for --name given as "".
+func emptyFlagError(name string) error {
+	return usageErrorf("--%s is empty; give a value, or leave the flag out", name)
+}
+
+// emptyValueError is the one line (exit 2) for a VALUE given as "".
+func emptyValueError() error {
+	return usageErrorf("VALUE is empty: the key template would build a key without it")
 }
 
 // parseOwner reads --owner: text as given, or hex:<bytes>.

@@ -174,7 +174,7 @@ func TestInspectExitCodes(t *testing.T) {
 		{[]string{"inspect", "--redis", url}, 2, "give a VALUE", ""},
 		{[]string{"inspect", "x", "--fail-on", "info", "--redis", url}, 2, `fail-on "info" is not one of error, warning`, ""},
 		{[]string{"inspect", "x", "-o", "xml", "--redis", url}, 2, `output "xml" is not one of table, json, yaml, jsonl`, ""},
-		{[]string{"inspect", "", "--redis", url}, 2, `value "" is empty`, ""},
+		{[]string{"inspect", "", "--redis", url}, 2, `VALUE is empty: the key template`, ""},
 		{[]string{"inspect", "x", "--key-template", "lock:{nope}", "--redis", url}, 2, "unknown placeholder {nope}", ""},
 		{[]string{"inspect", "x", "--redis", "redis://admin:s3cret-pw@127.0.0.1:1/0"}, 3, "redis redis://admin:***@127.0.0.1:1/0", "s3cret-pw"},
 		{[]string{"watch", "x", "--redis", "redis://admin:s3cret-pw@127.0.0.1:1/0"}, 3, "redis redis://admin:***@127.0.0.1:1/0", "s3cret-pw"},

@@ -223,7 +223,7 @@ func lockValue(args []string, haveKey bool) (string, error) {
 	case len(args) > 1:
 		return "", usageErrorf("one VALUE expected, got %d (%s); put a command after --", len(args), strings.Join(args, " "))
 	case args[0] == "":
-		return "", usageErrorf("VALUE is empty")
+		return "", emptyValueError()
 	}
 	return args[0], nil
 }

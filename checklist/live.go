@@ -6,17 +6,23 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/redis/go-redis/v9"
 )
 
 // Observation is what the live cross-check read for one task: its keys for
 // the given value, the lock's PTTL in ms (-2 no key, -1 no expiry) and
-// whether the fence counter exists, with its value.
+// whether the fence counter exists, with its value. The *_hex fields give
+// the value's and keys' bytes in hex when they are not UTF-8
+// (inspect.HexIfNotUTF8; JSON shows such bytes as U+FFFD).
 type Observation struct {
 	Value       string `json:"value"`
+	ValueHex    string `json:"value_hex,omitempty"`
 	LockKey     string `json:"lock_key"`
+	LockKeyHex  string `json:"lock_key_hex,omitempty"`
 	FenceKey    string `json:"fence_key"`
+	FenceKeyHex string `json:"fence_key_hex,omitempty"`
 	PTTLMS      int64  `json:"pttl_ms"`
 	FenceExists bool   `json:"fence_exists"`
 	Fence       string `json:"fence,omitempty"`
@@ -63,7 +69,8 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 				return fmt.Errorf("value %q cannot be locked in a Redis Cluster: %w (a { or } in it changes the part of the key Redis hashes)", value, err)
 			}
 		}
-		obs := &Observation{Value: value, LockKey: k.Lock, FenceKey: k.Fence}
+		obs := &Observation{Value: value, ValueHex: inspect.HexIfNotUTF8(value), LockKey: k.Lock, LockKeyHex: inspect.HexIfNotUTF8(k.Lock),
+			FenceKey: k.Fence, FenceKeyHex: inspect.HexIfNotUTF8(k.Fence)}
 		pttl, err := rd.PTTL(ctx, k.Lock).Result()
 		if err != nil {
 			return err

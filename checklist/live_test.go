@@ -81,6 +81,17 @@ func TestCrossCheck(t *testing.T) {
 	if !healthy.FenceExists || healthy.Fence != "18" || healthy.PTTLMS <= 0 || healthy.PTTLMS > 40000 {
 		t.Errorf("healthy observation %+v", healthy)
 	}
+	if healthy.ValueHex != "" || healthy.LockKeyHex != "" || healthy.FenceKeyHex != "" {
+		t.Errorf("UTF-8 value and keys have a hex form: %+v", healthy)
+	}
+	// A value that is not UTF-8 shows as U+FFFD in JSON; the *_hex fields
+	// name the bytes.
+	r, err := Evaluate([]*Spec{spec}, defaults())
+	must(err)
+	must(CrossCheck(ctx, rdb, r, []*Spec{spec}, "o\xff", defaults()))
+	if o := r.Tasks[0].Live; o.ValueHex != "6fff" || o.LockKeyHex != "6c6f636b3a4f7264657249643a6fff" || o.FenceKeyHex != "7b6c6f636b3a4f7264657249643a6fff7d3a66656e6365" {
+		t.Errorf("non-UTF-8 value: %+v", o)
+	}
 	// Read-only: the server saw only PTTL, EXISTS and GET (and our INFO).
 	stats, err := rdb.Info(ctx, "commandstats").Result()
 	must(err)

@@ -243,9 +243,9 @@ type TableView struct {
 // Styles returns the printer's styles.
 func (t *TableView) Styles() *Styles { return t.p.Styles }
 
-// Title writes a section title.
+// Title writes s, as given (not a format), as a section title.
 func (t *TableView) Title(s string) {
-	t.Line(t.p.Styles.Title.Render(s))
+	t.Line("%s", t.p.Styles.Title.Render(s))
 }
 
 // Line writes one line of text.

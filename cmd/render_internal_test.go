@@ -99,6 +99,19 @@ func TestTableEscapesCells(t *testing.T) {
 	}
 }
 
+// A title is text, not a format: a file or task name with %d in it is
+// printed as given.
+func TestTitleIsNotAFormat(t *testing.T) {
+	var sb strings.Builder
+	p := &Printer{Format: formatTable, Out: &controlEscaper{w: &sb}, Styles: newStyles(&sb, false)}
+	if err := p.Print(nil, func(tv *TableView) { tv.Title("scenario pay%dout%s (inc%d.yaml)") }); err != nil {
+		t.Fatal(err)
+	}
+	if want := "scenario pay%dout%s (inc%d.yaml)\n"; sb.String() != want {
+		t.Errorf("title %q, want %q", sb.String(), want)
+	}
+}
+
 // TestLiveAgreement: a live run whose verdict matches the model's but whose
 // violation codes do not is a warning that names both sets.
 func TestLiveAgreement(t *testing.T) {

@@ -386,7 +386,7 @@ func simulateLive(opts *SimulateOptions, model simulate.Result) error {
 	err = opts.Printer.Print(res, func(t *TableView) {
 		st := t.Styles()
 		t.Title(fmt.Sprintf("scenario %s: model vs live (Redis %s, time scale %s, keys under %s, deleted at the end)",
-			model.Scenario, conn.URL, strconv.FormatFloat(live.TimeScale, 'g', -1, 64), live.Prefix))
+			oneLineText(model.Scenario), conn.URL, strconv.FormatFloat(live.TimeScale, 'g', -1, 64), oneLineText(live.Prefix)))
 		t.Line("")
 		_, rows := timelineRows(simulate.Result{Events: live.Events})
 		t.Table([]string{"time", "actor", "event", "ok", "note"}, cut(rows, 4, 6))
@@ -523,7 +523,7 @@ func expectVerdict(expect, verdict string) error {
 // violations, guards, store and notes.
 func resultTable(t *TableView, res simulate.Result) {
 	st := t.Styles()
-	t.Title("scenario " + res.Scenario)
+	t.Title("scenario " + oneLineText(res.Scenario))
 	t.Line("lease %s", leaseText(res.Lease))
 	t.Line("lock: holder, PTTL, #fence after the event; store: the highest fence the store has seen")
 	t.Line("")
@@ -767,7 +767,7 @@ func exploreTable(t *TableView, res simulate.ExploreResult) {
 	if res.Seed != nil {
 		how = fmt.Sprintf("random, seed %d", *res.Seed)
 	}
-	t.Title(fmt.Sprintf("explore %s (%s): %s, %d violating", res.Scenario, how, plural(res.Schedules, "schedule", "schedules"), res.Violating))
+	t.Title(fmt.Sprintf("explore %s (%s): %s, %d violating", oneLineText(res.Scenario), how, plural(res.Schedules, "schedule", "schedules"), res.Violating))
 	if len(res.Dimensions) == 0 {
 		t.Line("nothing to vary: the scenario has no pause, partition, crash, call, failover or clock jump; only the base schedule ran")
 	}

@@ -158,6 +158,12 @@ func NewKeySpec(field, keyTemplate, fenceTemplate string, cluster bool) (*KeySpe
 			return nil, fmt.Errorf("%w %q: a fence template needs {key} or {value}, so each lock has its own counter", ErrTemplate, fenceTemplate)
 		}
 		ks.fence = ft
+		// The counter must outlive the lock: at the lock's own key the
+		// acquire would INCR the lock and the release delete the counter,
+		// and every holder would get fence 1.
+		if k := ks.Keys("probe-value"); k.Lock == k.Fence {
+			return nil, fmt.Errorf("%w %q: the fence counter would be the lock key itself (%q for value probe-value), so releasing the lock would delete the counter and every holder get fence 1; give the counter a key of its own, e.g. \"{key}:fence\"", ErrTemplate, fenceTemplate, k.Lock)
+		}
 	}
 	if cluster {
 		// A probe value shows whether the template keeps both keys on one slot.

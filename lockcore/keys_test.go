@@ -69,6 +69,8 @@ func TestKeySpecRejects(t *testing.T) {
 		{"lock:}{value}", ""}:                   "stray }",
 		{"lock:{value}", "fence:{field}"}:       "needs {key} or {value}",
 		{"lock:{value}", "{key}:fence:{bogus}"}: "unknown placeholder {bogus}",
+		{"lock:{value}", "{key}"}:               "the fence counter would be the lock key itself",
+		{"lock:{value}", "lock:{value}"}:        "the fence counter would be the lock key itself",
 	}
 	for in, want := range cases {
 		_, err := NewKeySpec("OrderId", in[0], in[1], false)

@@ -64,6 +64,9 @@ type UnlockResult struct {
 	Fence    *int64 `json:"fence"`
 	// PTTLMS is the remaining TTL in ms when read; -1 no expiry; null when absent.
 	PTTLMS *int64 `json:"pttl_ms"`
+	// dump is the DUMP of a key that is not a string, as shown: --force
+	// deletes it only while it still serializes the same (dumpDelete).
+	dump string
 }
 
 // NewCmdUnlock returns `lockctl unlock`; runF replaces the run function in tests.
@@ -77,8 +80,9 @@ func NewCmdUnlock(f *Factory, runF func(*UnlockOptions) error) *cobra.Command {
 		Long: `Delete a lock.
 
 WRITES TO REDIS: one owner-checked delete (compare the exact bytes, then DEL,
-in one script). The fence counter is never touched, so the next holder still
-gets a higher fencing token.
+in one script; a key that is not a string: compare its DUMP). The fence
+counter is never touched, so the next holder still gets a higher fencing
+token.
 
 --owner TOKEN deletes the lock only if TOKEN still holds it: TOKEN is the
 owner token (LOCKCTL_OWNER of 'lockctl run') or the whole value. Values are
@@ -256,7 +260,7 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockR
 	}
 	res.PTTLMS = &ms
 	if res.Type != "string" {
-		return res, nil
+		return readOther(ctx, c, res)
 	}
 	v, err := c.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) { // expired between the reads
@@ -273,15 +277,40 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockR
 	return res, nil
 }
 
-// forceDelete deletes the exact value shown (compare-and-delete), or, for a
-// key that is not a lock string (a Redisson hash, a stray list), the key.
+// readOther completes res for a key that is not a string (a Redisson hash,
+// a stray list): its owner as inspect detects it, and its DUMP (read-only).
+func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult) (UnlockResult, error) {
+	locks, err := (&inspect.Reader{}).Read(ctx, c, []string{res.Key})
+	if err != nil {
+		return res, err
+	}
+	if l := locks[0]; l.Type == res.Type {
+		res.Owner = l.Owner
+	}
+	dump, err := c.Dump(ctx, res.Key).Result()
+	if errors.Is(err, redis.Nil) { // expired between the reads
+		res.Type, res.PTTLMS, res.Owner = "none", nil, ""
+		return res, nil
+	}
+	res.dump = dump
+	return res, err
+}
+
+// dumpDelete deletes KEYS[1] only if it still serializes (DUMP: type and
+// contents, not the TTL) to ARGV[1]; it returns 1 if deleted, else 0.
+var dumpDelete = redis.NewScript(`if redis.call('DUMP', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// forceDelete deletes exactly what was shown: the value, compared and
+// deleted in one script, or, for a key that is not a lock string, its
+// DUMP. It returns lockcore.ErrNotHeld when the key changed in between
+// (another holder's lock, a renewed Redisson hash) or is gone.
 func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
 	if res.Value != nil {
 		return lockcore.NewLocker(conn.Client).ReleaseValue(cctx, res.Key, *res.Value)
 	}
-	n, err := conn.Client.Del(cctx, res.Key).Result()
+	n, err := dumpDelete.Run(cctx, conn.Client, []string{res.Key}, res.dump).Int64()
 	if err == nil && n == 0 {
 		return lockcore.ErrNotHeld
 	}
@@ -314,6 +343,8 @@ func holderText(res UnlockResult) string {
 		parts = append(parts, "owner "+res.Owner, "fence "+strconv.FormatInt(*res.Fence, 10))
 	case res.Value != nil:
 		parts = append(parts, fmt.Sprintf("value %q", *res.Value))
+	case res.Owner != "":
+		parts = append(parts, "a Redis "+res.Type, "owner "+res.Owner)
 	default:
 		parts = append(parts, "a Redis "+res.Type)
 	}
@@ -342,10 +373,13 @@ func unlockSentence(res UnlockResult, st *Styles) string {
 // unlockRows is the pure row builder of the unlock table.
 func unlockRows(res UnlockResult) ([]string, [][]string) {
 	owner, fence, pttl := "-", "-", "-"
-	if res.Fence != nil {
+	switch {
+	case res.Fence != nil:
 		owner, fence = res.Owner, strconv.FormatInt(*res.Fence, 10)
-	} else if res.Value != nil {
+	case res.Value != nil:
 		owner = strconv.Quote(*res.Value)
+	case res.Owner != "":
+		owner = res.Owner
 	}
 	if res.PTTLMS != nil {
 		pttl = pttlText(time.Duration(*res.PTTLMS) * time.Millisecond)

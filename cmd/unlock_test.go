@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,6 +162,54 @@ func TestUnlockForce(t *testing.T) {
 	}
 	if flag.err.Len() != 0 || !strings.Contains(flag.out.String(), "type: hash\n") {
 		t.Errorf("stdout %q stderr %q", flag.out.String(), flag.err.String())
+	}
+}
+
+// promptReader runs act when the prompt first reads its answer: what
+// another client does while the user looks at the prompt.
+type promptReader struct {
+	act  func()
+	once sync.Once
+	r    io.Reader
+}
+
+func (p *promptReader) Read(b []byte) (int, error) {
+	p.once.Do(p.act)
+	return p.r.Read(b)
+}
+
+// --force on a key that is not a string deletes only what the prompt showed
+// (its owner too): a new holder's lock, or a hash that changed, in between
+// is kept, verdict changed.
+func TestUnlockForceOtherTypeChanged(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	key := "lock:OrderId:order-demo-004"
+	const field = "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1" // Redisson: <client uuid>:<thread id>
+	for name, change := range map[string]func(){
+		"new holder": func() {
+			rdb.Del(ctx, key)
+			rdb.Set(ctx, key, "8:"+testOwner, time.Minute)
+		},
+		"hash changed": func() { rdb.HIncrBy(ctx, key, field, 1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb.Del(ctx, key)
+			rdb.HSet(ctx, key, field, 1)
+			u := newUnlock(t, srv, formatTable, key)
+			u.opts.Force, u.opts.InTTY = true, true
+			u.opts.IO.In = &promptReader{act: change, r: strings.NewReader("y\n")}
+			if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitCheckFailed || rdb.Exists(ctx, key).Val() != 1 {
+				t.Fatalf("exit %d, key exists %d; stdout %s", code, rdb.Exists(ctx, key).Val(), u.out.String())
+			}
+			if !strings.Contains(u.out.String(), "changed between the read and the delete") {
+				t.Errorf("stdout %q", u.out.String())
+			}
+			if want := "(a Redis hash, owner " + field + ", PTTL none (no expiry))?"; !strings.Contains(u.err.String(), want) {
+				t.Errorf("prompt %q lacks %q", u.err.String(), want)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +73,70 @@ func (e *HeldError) Error() string {
 // Is makes errors.Is(err, ErrNotObtained) true.
 func (e *HeldError) Is(target error) bool { return target == ErrNotObtained }
 
+// UnsureAcquireError is returned by Acquire when its call failed after it
+// may have reached the server (a timeout, a dropped connection, ctx ended):
+// the script may have run and taken the lock for Owner. Acquire looked for
+// that lock at once: Released says it found and released it
+// (owner-checked); otherwise CheckErr is why it could not look, and the lock
+// may stay until its lease ends. It unwraps to the call's error.
+type UnsureAcquireError struct {
+	Key      string
+	Owner    string
+	Lease    time.Duration
+	Released bool
+	CheckErr error
+	Err      error
+}
+
+func (e *UnsureAcquireError) Error() string {
+	if e.Released {
+		return fmt.Sprintf("%v (the acquire had run on the server: its lock, owner %s, was released)", e.Err, e.Owner)
+	}
+	return fmt.Sprintf("%v (the acquire may have run on the server: %q may be held by owner %s for up to %s; looking for it failed: %v)",
+		e.Err, e.Key, e.Owner, FormatDuration(e.Lease), e.CheckErr)
+}
+
+func (e *UnsureAcquireError) Unwrap() error { return e.Err }
+
+// unsureCheckTimeout bounds the look for a lock an unsure acquire may have
+// taken (the caller's ctx may be what ended).
+const unsureCheckTimeout = time.Second
+
+// mayHaveRun reports whether a failed call may still have reached the
+// server: no reply came (a timeout, a broken connection, ctx ended), as
+// opposed to an error reply or a call never sent.
+func mayHaveRun(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// releaseUnsure looks for the lock an unsure acquire (err) may have taken
+// for owner and releases it. It returns err itself when there is none, else
+// an *UnsureAcquireError.
+func (lk *Locker) releaseUnsure(ctx context.Context, key, owner string, lease time.Duration, err error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsureCheckTimeout)
+	defer cancel()
+	e := &UnsureAcquireError{Key: key, Owner: owner, Lease: lease, Err: err}
+	v, getErr := lk.client.Get(ctx, key).Result()
+	if errors.Is(getErr, redis.Nil) {
+		return err
+	}
+	if getErr != nil {
+		e.CheckErr = getErr
+		return e
+	}
+	if _, o, perr := ParseValue(v); perr != nil || o != owner {
+		return err // another holder's, or none of ours
+	}
+	if relErr := lk.ReleaseValue(ctx, key, v); relErr != nil && !errors.Is(relErr, ErrNotHeld) {
+		e.CheckErr = relErr
+		return e
+	}
+	e.Released = true
+	return e
+}
+
 // Client is the part of a go-redis client the Locker needs; *redis.Client,
 // *redis.ClusterClient, *redis.Ring and redis.UniversalClient all satisfy it.
 type Client interface {
@@ -121,7 +187,9 @@ func (l *Lock) Value() string { return FormatValue(l.Fence, l.Owner) }
 // SET NX PX plus INCR of the fence counter in one script. The lease is sent in
 // ms and must be at least 1 ms. It returns a *HeldError (errors.Is
 // ErrNotObtained) when the key exists, a *FenceCounterError when the fence
-// counter cannot be incremented, or the client's error.
+// counter cannot be incremented, an *UnsureAcquireError when the call may
+// have run without its reply arriving (the lock it may have taken is looked
+// for and released), or the client's error.
 func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (*Lock, error) {
 	if lease < time.Millisecond {
 		return nil, fmt.Errorf("lease %s is under 1ms", lease)
@@ -131,6 +199,9 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 	res, err := acquireScript().Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
 	if reason, ok := strings.CutPrefix(errorReply(err), "BADFENCE "); ok {
 		return nil, &FenceCounterError{Key: keys.Fence, Reason: reason}
+	}
+	if err != nil && mayHaveRun(err) {
+		return nil, lk.releaseUnsure(ctx, keys.Lock, owner, lease, err)
 	}
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package lockcore
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -163,6 +164,82 @@ func TestOldHolderCannotTouchNewHolder(t *testing.T) {
 	}
 	if v := rdb.Get(ctx, keys.Lock).Val(); v != b.Value() {
 		t.Errorf("value %q, want %q", v, b.Value())
+	}
+}
+
+// lostReply is a go-redis hook that lets the acquire script run on the
+// (real) server and then drops its reply, as a read timeout or a broken
+// connection does, once; while get is set, GETs fail the same way.
+type lostReply struct {
+	dropped, getFails atomic.Bool
+}
+
+var errLostReply = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
+func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "get" && h.getFails.Load() {
+			cmd.SetErr(errLostReply)
+			return errLostReply
+		}
+		err := next(ctx, cmd)
+		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && err == nil && h.dropped.CompareAndSwap(false, true) {
+			cmd.SetErr(errLostReply)
+			return errLostReply
+		}
+		return err
+	}
+}
+
+func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// An acquire whose reply is lost after the server ran it took the lock all
+// the same: Acquire finds that lock by its owner token and releases it, so
+// it does not block the key for a whole lease; when it cannot look, the
+// error names the owner and the lease.
+func TestAcquireLostReply(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Shared(t)
+	keys := testKeys(t)
+	rdb := srv.Client(t)
+	hook := &lostReply{}
+	rdb.AddHook(hook)
+	lk := NewLocker(rdb)
+
+	_, err := lk.Acquire(ctx, keys, time.Minute)
+	var unsure *UnsureAcquireError
+	if !errors.As(err, &unsure) || !unsure.Released || !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "was released") {
+		t.Fatalf("lost reply: %v", err)
+	}
+	if n := srv.Client(t).Exists(ctx, keys.Lock).Val(); n != 0 {
+		t.Errorf("the lock the lost acquire took is still there")
+	}
+	if f, _ := srv.Client(t).Get(ctx, keys.Fence).Int64(); f != 1 {
+		t.Errorf("fence counter %d, want 1 (issued, never reset)", f)
+	}
+
+	// The look fails too: the error says the lock may be held, by whom and
+	// for how long.
+	hook.dropped.Store(false)
+	hook.getFails.Store(true)
+	_, err = lk.Acquire(ctx, keys, time.Minute)
+	if !errors.As(err, &unsure) || unsure.Released || unsure.CheckErr == nil ||
+		!strings.Contains(err.Error(), "may be held by owner "+unsure.Owner+" for up to 1m") {
+		t.Fatalf("lost reply, failed look: %v", err)
+	}
+	if v := srv.Client(t).Get(ctx, keys.Lock).Val(); !strings.HasSuffix(v, ":"+unsure.Owner) {
+		t.Errorf("lock value %q, want the unsure acquire's", v)
+	}
+
+	// An error reply is no lost reply: nothing is looked for.
+	srv.Client(t).Del(ctx, keys.Lock)
+	srv.Client(t).Set(ctx, keys.Fence, "x", 0)
+	if _, err := NewLocker(srv.Client(t)).Acquire(ctx, keys, time.Minute); errors.As(err, &unsure) {
+		t.Errorf("a BADFENCE reply taken for a lost one: %v", err)
 	}
 }
 

@@ -259,8 +259,11 @@ func findConfigFile() string {
 	return ""
 }
 
+// oneLine is err's text as one line of printable text: whitespace runs
+// (line breaks too) become one space, and control bytes in data (a server's
+// error, a key) are escaped (oneLineText).
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return oneLineText(strings.Join(strings.Fields(err.Error()), " "))
 }
 
 // settingSource is where key's effective value comes from: "flag", "env",

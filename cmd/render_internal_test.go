@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -163,6 +164,11 @@ func TestDataTextEscapes(t *testing.T) {
 	}
 	if got, want := oneLineText("pay\x1b[8m-decoy\r\n"), `pay\x1b[8m-decoy\r\n`; got != want {
 		t.Errorf("oneLineText = %q, want %q", got, want)
+	}
+	// A server's error as watch's retry line and run's warnings print it
+	// (a fake server answered -LOADING with an OSC title sequence).
+	if got, want := oneLine(errors.New("LOADING \x1b]0;pwn\x07 loading\nnext")), `LOADING \x1b]0;pwn\x07 loading next`; got != want {
+		t.Errorf("oneLine = %q, want %q", got, want)
 	}
 	if _, rows := inspectRows([]inspect.Lock{{Key: "k\x1b[8mx", Owner: "o\x1b[31m"}}); rows[0][0] != `k\x1b[8mx` || rows[0][5] != `o\x1b[31m` {
 		t.Errorf("inspect row %q", rows[0])

@@ -90,6 +90,9 @@ Redis cannot be reached. Never writes to Redis.`,
 			if err := emptyFlags(cmd, "value"); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("spec") && len(specs) == 0 { // --spec "$UNSET" would pass CI on the questionnaire
+				return emptyFlagError("spec")
+			}
 			opts := &ChecklistOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Value: value}
 			if opts.Policy, err = f.policySetting(); err != nil {
 				return err

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// ParseDuration parses a Go duration ("1200s", "1h30m", "500ms") and rejects
-// a bare number, whose unit would be a guess (case 10 of shared/cases.md:
-// milliseconds given as seconds). Errors name the value and what is accepted;
+// ParseDuration parses a Go duration ("1200s", "1h30m", "500ms") in whole
+// milliseconds, and rejects a bare number, whose unit would be a guess (case
+// 10 of shared/cases.md: milliseconds given as seconds), and units below ms
+// (ns, us, µs). Errors name the value and what is accepted;
 // the sign is not checked here (see ParsePositiveDuration).
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
@@ -26,9 +27,16 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is too large; durations go up to 2562047h (about 292 years)", s)
 	case err != nil:
 		return 0, fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
+	case subMillisecond.MatchString(t):
+		return 0, fmt.Errorf("%q uses a unit below a millisecond; lockctl's times are whole milliseconds (units: ms, s, m, h)", s)
+	case d%time.Millisecond != 0:
+		return 0, fmt.Errorf("%q is not a whole number of milliseconds (Redis takes leases in ms: PX); units: ms, s, m, h", s)
 	}
 	return d, nil
 }
+
+// subMillisecond matches the units time.ParseDuration takes below ms.
+var subMillisecond = regexp.MustCompile(`\d(ns|us|µs|μs)`)
 
 // durationSyntax is time.ParseDuration's grammar: what matches it and still
 // fails to parse is out of range (over 2^63-1 ns).

@@ -140,6 +140,11 @@ func TestParseDuration(t *testing.T) {
 		"2562048h":                `"2562048h" is too large`,
 		"1h99999999999999999999m": `is too large`,
 		"12 parsecs":              `"12 parsecs" is not a duration`,
+		"100ns":                   `"100ns" uses a unit below a millisecond`,
+		"1000us":                  `"1000us" uses a unit below a millisecond`,
+		"2µs":                     `uses a unit below a millisecond`,
+		"1.5ms":                   `"1.5ms" is not a whole number of milliseconds`,
+		"1.0005s":                 `is not a whole number of milliseconds`,
 		"-5s":                     "",
 		"0s":                      "",
 	}

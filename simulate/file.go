@@ -217,9 +217,6 @@ func duration(v *yaml.Node, field string, positive bool) (time.Duration, error) 
 	if err != nil {
 		return 0, &FileError{Line: v.Line, Field: field, Msg: err.Error()}
 	}
-	if d%time.Millisecond != 0 {
-		return 0, &FileError{Line: v.Line, Field: field, Msg: fmt.Sprintf("%q is finer than 1ms, the clock's resolution", v.Value)}
-	}
 	return d, nil
 }
 

@@ -241,3 +241,14 @@ func TestWatchCase5(t *testing.T) {
 		t.Errorf("owner is the Redisson field: %s", out)
 	}
 }
+
+// A --duration shorter than connecting still takes the first sample and
+// exits 0: it counts from the connection and ends the loop between samples
+// (it used to cut the connection's PING: "context deadline exceeded", exit 3).
+func TestWatchShortDuration(t *testing.T) {
+	s := redistest.Start(t)
+	code, out, errOut := run(t, "watch", "--key", "w:x", "--duration", "1ms", "--redis", s.URL())
+	if code != 0 || !strings.Contains(out, "FREE w:x: no holder") || errOut != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

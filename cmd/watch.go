@@ -97,24 +97,27 @@ with one line on stderr, before watch gives up with exit 3.`,
 	fl.StringArrayVar(&keys, "key", nil, "exact Redis key to watch (repeatable)")
 	f.addLockCompletion(cmd)
 	fl.StringVar(&interval, "interval", "100ms", "time between samples")
-	fl.StringVar(&duration, "duration", "", "stop after this long (default: until Ctrl-C)")
+	fl.StringVar(&duration, "duration", "", "stop after this long from the connection, between samples (the first is always taken; default: until Ctrl-C)")
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd
 }
 
 func watchRun(opts *WatchOptions) error {
+	conn, err := opts.Redis(opts.Ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// --duration counts from the connection and ends the loop between
+	// samples: the first sample is always taken, and one in flight is
+	// finished (a short --duration is no Redis timeout).
 	ctx := opts.Ctx
 	if opts.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
-	conn, err := opts.Redis(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
 	res, err := resolveKeys(iopts, conn.Cluster)
 	if err != nil {
@@ -133,7 +136,7 @@ func watchRun(opts *WatchOptions) error {
 	var failingSince time.Time
 	for {
 		at := time.Now()
-		locks, err := reader.Read(ctx, conn.Client, res.keys)
+		locks, err := reader.Read(opts.Ctx, conn.Client, res.keys)
 		now := time.Now()
 		switch {
 		case err == nil && !failingSince.IsZero():

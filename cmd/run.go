@@ -106,7 +106,8 @@ environment:
 
 When the lease is lost (renewal refused, or renewals failing until the lease
 can no longer be proven), the budget ends or the renewal bound is reached,
-the child's process group gets SIGTERM, then SIGKILL after --grace. When
+the child's process group gets SIGTERM (and SIGCONT, should it be
+stopped), then SIGKILL after --grace. When
 renewals fail, SIGTERM comes cancel margin + grace before the lease could
 end, so the SIGKILL lands before another holder could take over; a grace
 that does not fit the lease is lowered (and said so). SIGINT, SIGTERM,
@@ -552,6 +553,12 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			killAt := now.Add(opts.Grace)
 			if v := lock.ValidUntil(); v.Before(killAt) {
 				killAt = v
+			}
+			// A stopped child would hold SIGTERM pending until the SIGKILL:
+			// continue it (as systemd and a shell's kill do), to run until
+			// killAt at most, inside the lease.
+			if now.Before(killAt) {
+				_ = continueGroup(child.Process)
 			}
 			wait := max(killAt.Sub(now), 0)
 			t := time.NewTimer(wait)

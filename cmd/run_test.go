@@ -602,3 +602,18 @@ func TestRunDryRunHexKeys(t *testing.T) {
 		t.Errorf("UTF-8 keys have a hex form: %s", out)
 	}
 }
+
+// A child that stopped itself (SIGSTOP) still gets the budget's SIGTERM:
+// it is continued after it, so it can handle it within the grace, rather
+// than holding it pending until the SIGKILL.
+func TestRunContinuesStoppedChildOnBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "500ms", "--lease-cap", "2s", "--mode", "ordinary", "--grace", "200ms",
+		"--", "sh", "-c", `trap 'echo got TERM >&2; exit 7' TERM; kill -STOP $$; sleep 10`)
+	if code := p.exit(t); code != cmd.ExitBudget {
+		t.Fatalf("exit %d, want %d: %s", code, cmd.ExitBudget, p.stderr.String())
+	}
+	if errOut := p.stderr.String(); !strings.Contains(errOut, "got TERM") || strings.Contains(errOut, "SIGKILL sent") {
+		t.Errorf("the stopped child never handled SIGTERM: %s", errOut)
+	}
+}

@@ -145,6 +145,15 @@ func envName(k string) string {
 	return "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
 }
 
+// envValue is the LOCKCTL_* variable of config key k when it is set and
+// not empty. An empty variable counts as unset, as viper's AutomaticEnv
+// reads it (LOCKCTL_REDIS_URL= in front of a command drops an exported
+// URL): the flag, config file or default decides, and config view says so.
+func envValue(k string) (string, bool) {
+	val := os.Getenv(envName(k))
+	return val, val != ""
+}
+
 // checkConfigEnv refuses a LOCKCTL_* variable that sets a true/false key to
 // anything strconv.ParseBool does not take (1, t, true, 0, f, false, in any
 // case): viper would read LOCKCTL_REDIS_CLUSTER=maybe as false, silently,
@@ -154,10 +163,9 @@ func checkConfigEnv() error {
 		if _, isBool := configDefaults[k].(bool); !isBool {
 			continue
 		}
-		name := envName(k)
-		if val, ok := os.LookupEnv(name); ok && val != "" {
+		if val, ok := envValue(k); ok {
 			if _, err := strconv.ParseBool(val); err != nil {
-				return usageErrorf("%s is %q; want true or false (or 1 or 0)", name, val)
+				return usageErrorf("%s is %q; want true or false (or 1 or 0)", envName(k), val)
 			}
 		}
 	}
@@ -268,7 +276,8 @@ func oneLine(err error) string {
 
 // settingSource is where key's effective value comes from: "flag", "env",
 // "file" or "default" (precedence in that order; cmd's flags bound with
-// bindFlag, path the config file read or "").
+// bindFlag, path the config file read or ""). An empty LOCKCTL_* variable
+// is not a source (envValue).
 func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string {
 	changed := false
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
@@ -276,7 +285,7 @@ func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string 
 			changed = true
 		}
 	})
-	_, envSet := os.LookupEnv(envName(key))
+	_, envSet := envValue(key)
 	switch {
 	case changed:
 		return "flag"

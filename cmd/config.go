@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/yamlschema"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -83,8 +84,9 @@ func flagConfigKey(fs *pflag.FlagSet, flag, key string) {
 
 // loadConfig builds the configuration for one invocation: defaults, the
 // config file (--config, else ./lockctl.yaml, else <user config dir>/lockctl/config.yaml),
-// LOCKCTL_* env, and the flags of cmd.
-func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, error) {
+// LOCKCTL_* env, and the flags of cmd. It returns the path of the file
+// read ("" for none) and the line of each key the file sets.
+func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, map[string]int, error) {
 	v := viper.New()
 	for k, d := range configDefaults {
 		v.SetDefault(k, d)
@@ -93,7 +95,7 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
 	v.AutomaticEnv()
 	if err := checkConfigEnv(); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	var bindErr error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -110,33 +112,34 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, er
 		bindErr = v.BindPFlag(keys[0], f)
 	})
 	if bindErr != nil {
-		return nil, "", bindErr
+		return nil, "", nil, bindErr
 	}
+	var lines map[string]int
 	path := configFile
 	if path == "" {
 		path = findConfigFile()
 	} else if fi, err := os.Stat(path); err != nil {
-		return nil, "", usageErrorf("config file %q: %v", path, errors.Unwrap(err))
+		return nil, "", nil, usageErrorf("config file %q: %v", path, errors.Unwrap(err))
 	} else if fi.IsDir() {
-		return nil, "", usageErrorf("config file %q is a directory; give a YAML file", path)
+		return nil, "", nil, usageErrorf("config file %q is a directory; give a YAML file", path)
 	}
 	if path != "" {
 		data, err := readAtMost(path, maxInputFile+1)
 		if err != nil {
-			return nil, "", usageErrorf("config file %q: %v", path, unwrapPathError(err))
+			return nil, "", nil, usageErrorf("config file %q: %v", path, unwrapPathError(err))
 		}
 		if len(data) > maxInputFile {
-			return nil, "", usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
+			return nil, "", nil, usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
+		}
+		if lines, err = parseConfigFile(path, data); err != nil {
+			return nil, "", nil, err
 		}
 		v.SetConfigType("yaml")
-		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return nil, "", usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
-		}
-		if err := checkConfigKeys(path, data); err != nil {
-			return nil, "", err
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil { // parseConfigFile has read it
+			return nil, "", nil, usageErrorf("%s:1: %v", path, oneLine(err))
 		}
 	}
-	return v, path, nil
+	return v, path, lines, nil
 }
 
 // envName is the LOCKCTL_* variable of config key k (as loadConfig's
@@ -172,67 +175,151 @@ func checkConfigEnv() error {
 	return nil
 }
 
-// checkConfigKeys refuses a config file with a key lockctl does not know (a
-// typo would otherwise be ignored) or a list or mapping where a value goes
-// (viper would read it as "" and fall back to nothing).
-func checkConfigKeys(path string, data []byte) error {
-	fv := viper.New()
-	fv.SetConfigType("yaml")
-	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
-		return usageErrorf("config file %q is not valid YAML: %v", path, oneLine(err))
+// configLimits bound what a config file's YAML may expand to: a "billion
+// laughs" file, or an alias of its own anchor, is an error, not a hang.
+var configLimits = yamlschema.Limits{MaxValues: 10000, MaxDepth: 50}
+
+// parseConfigFile checks a config file as checklist specs and scenario files
+// are checked (yamlschema.Parse: syntax, duplicate keys, aliases), then
+// refuses a key lockctl does not know (a typo would otherwise be ignored),
+// a list or mapping where a value goes (viper would read it as "" and fall
+// back to nothing) and a true/false key set to anything else. Each error is
+// one line, "path:LINE: ..." at the offending key. It returns the line of
+// each configuration key the file sets (keys lower-cased, as viper reads
+// them), for errors about their values.
+func parseConfigFile(path string, data []byte) (map[string]int, error) {
+	doc, err := yamlschema.Parse(data, configLimits)
+	var syn *yamlschema.SyntaxError
+	var probs yamlschema.Problems
+	switch {
+	case errors.Is(err, yamlschema.ErrEmpty):
+		return map[string]int{}, nil
+	case errors.As(err, &syn):
+		return nil, usageErrorf("%s:%d: %s", path, syn.Line, syn.Msg)
+	case errors.As(err, &probs):
+		p := probs[0]
+		msg := ""
+		switch p.Keyword {
+		case "size":
+			msg = fmt.Sprintf("the config file expands to more than %d values or %d levels (YAML aliases?)", configLimits.MaxValues, configLimits.MaxDepth)
+		case "key":
+			msg = "a key must be a plain name (a merge key takes mappings)"
+		case "documents":
+			msg = "a second YAML document (---); a config file holds one"
+		case "duplicate":
+			msg = fmt.Sprintf("%s: duplicate key (first on line %v)", p.Field(), p.Params["first"])
+		default:
+			msg = fmt.Sprintf("%s: %s", p.Field(), p.Keyword)
+		}
+		return nil, usageErrorf("%s:%d: %s", path, p.Line, msg)
+	case err != nil:
+		return nil, usageErrorf("config file %q: %v", path, err)
 	}
-	known := slices.Sorted(maps.Keys(configDefaults))
-	for _, k := range fv.AllKeys() {
-		val := fv.Get(k)
-		if val == nil {
+	c := &configChecker{doc: doc, lines: map[string]int{}}
+	switch top := doc.Value.(type) {
+	case nil:
+	case map[string]any:
+		c.mapping(top, nil, "")
+	default:
+		c.problem(1, "the config file is a %s; want a mapping with %s", yamlKind(top), strings.Join(configSubkeys(""), ", "))
+	}
+	if c.err != "" {
+		return nil, usageErrorf("%s:%d: %s", path, c.errLine, c.err)
+	}
+	return c.lines, nil
+}
+
+// configChecker walks a config file's values, keeping the first problem in
+// file order.
+type configChecker struct {
+	doc     *yamlschema.Document
+	lines   map[string]int
+	err     string
+	errLine int
+}
+
+func (c *configChecker) problem(line int, format string, args ...any) {
+	if c.err == "" || line < c.errLine {
+		c.err, c.errLine = fmt.Sprintf(format, args...), line
+	}
+}
+
+// mapping checks the entries of m, found at p in the document; prefix is
+// its configuration key with a trailing "." ("" for the document).
+func (c *configChecker) mapping(m map[string]any, p yamlschema.Path, prefix string) {
+	first := map[string]int{} // lower-cased key → line, as viper folds case
+	for name, val := range m {
+		q := append(slices.Clip(p), name)
+		line := c.doc.Line(q)
+		k := prefix + strings.ToLower(name)
+		if l, dup := first[k]; dup {
+			c.problem(max(l, line), "%s: duplicate key (first on line %d; keys are not case-sensitive)", k, min(l, line))
 			continue
 		}
+		first[k] = line
 		if d, ok := configDefaults[k]; ok {
-			switch val.(type) {
-			case []any:
-				if k == keyRedisSentinel { // host:port entries, as a list or comma-separated
-					continue
-				}
-				return usageErrorf("config file %q: %s is a %s; want a value such as %v", path, k, yamlKind(val), d)
-			case map[string]any:
-				return usageErrorf("config file %q: %s is a %s; want a value such as %v", path, k, yamlKind(val), d)
-			}
-			if _, want := d.(bool); want {
-				if _, ok := val.(bool); !ok {
-					return usageErrorf("config file %q: %s is %v; want true or false", path, k, val)
-				}
-			}
+			c.lines[k] = line
+			c.value(k, d, val, line)
 			continue
 		}
-		for parent := k; strings.Contains(parent, "."); {
-			parent = parent[:strings.LastIndex(parent, ".")]
-			if d, ok := configDefaults[parent]; ok {
-				return usageErrorf("config file %q: %s is a mapping; want a value such as %v", path, parent, d)
+		if sub := configSubkeys(k); len(sub) > 0 {
+			switch x := val.(type) {
+			case nil:
+			case map[string]any:
+				c.mapping(x, q, k+".")
+			default:
+				c.problem(line, "%s is a %s; want a mapping with %s", k, yamlKind(val), strings.Join(sub, ", "))
 			}
-		}
-		var sub []string
-		for _, c := range known {
-			if rest, ok := strings.CutPrefix(c, k+"."); ok {
-				sub = append(sub, rest)
-			}
-		}
-		if len(sub) > 0 {
-			return usageErrorf("config file %q: %s is a %s; want a mapping with %s", path, k, yamlKind(val), strings.Join(sub, ", "))
+			continue
 		}
 		if section, _, nested := strings.Cut(k, "."); nested {
-			var inSection []string
-			for _, c := range known {
-				if rest, ok := strings.CutPrefix(c, section+"."); ok {
-					inSection = append(inSection, rest)
-				}
-			}
-			if len(inSection) > 0 {
-				return usageErrorf("config file %q: unknown key %s; accepted in %s: %s", path, k, section, strings.Join(inSection, ", "))
+			if inSection := configSubkeys(section); len(inSection) > 0 {
+				c.problem(line, "unknown key %s; accepted in %s: %s", k, section, strings.Join(inSection, ", "))
+				continue
 			}
 		}
-		return usageErrorf("config file %q: unknown key %s; accepted: %s", path, k, strings.Join(known, ", "))
+		c.problem(line, "unknown key %s; accepted: %s", k, strings.Join(slices.Sorted(maps.Keys(configDefaults)), ", "))
 	}
-	return nil
+}
+
+// value checks the value of configuration key k (default d).
+func (c *configChecker) value(k string, d, val any, line int) {
+	switch val.(type) {
+	case nil:
+		return
+	case []any:
+		if k == keyRedisSentinel { // host:port entries, as a list or comma-separated
+			return
+		}
+		c.problem(line, "%s is a %s; want a value such as %v", k, yamlKind(val), d)
+		return
+	case map[string]any:
+		c.problem(line, "%s is a %s; want a value such as %v", k, yamlKind(val), d)
+		return
+	}
+	if _, want := d.(bool); want {
+		if _, ok := val.(bool); !ok {
+			c.problem(line, "%s is %v; want true or false", k, val)
+		}
+	}
+}
+
+// configSubkeys lists, sorted, the keys under section ("" for all the
+// top-level names): "policy" → lease_cap, renew_bound, renew_every.
+func configSubkeys(section string) []string {
+	var sub []string
+	for c := range configDefaults {
+		if section == "" {
+			name, _, _ := strings.Cut(c, ".")
+			if !slices.Contains(sub, name) {
+				sub = append(sub, name)
+			}
+		} else if rest, ok := strings.CutPrefix(c, section+"."); ok {
+			sub = append(sub, rest)
+		}
+	}
+	slices.Sort(sub)
+	return sub
 }
 
 func yamlKind(v any) string {
@@ -298,14 +385,14 @@ func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string 
 }
 
 // settingName names key in an error by where its value came from: its
-// LOCKCTL_* variable, its key and the config file, else flag (the flag's
+// LOCKCTL_* variable, "file:LINE: key" for the config file, else flag (the flag's
 // name, for a value given there or the default).
 func (f *Factory) settingName(key, flag string) string {
 	switch settingSource(f.cmd, f.Config, f.ConfigPath, key) {
 	case "env":
 		return envName(key)
 	case "file":
-		return fmt.Sprintf("%s (%s)", key, f.ConfigPath)
+		return fmt.Sprintf("%s:%d: %s", f.ConfigPath, max(f.configLines[key], 1), key)
 	}
 	return flag
 }

@@ -24,6 +24,8 @@ type Factory struct {
 	Config *viper.Viper
 	// ConfigPath is the config file that was read, or "".
 	ConfigPath string
+	// configLines is the line of each configuration key the file sets.
+	configLines map[string]int
 	// cmd is the command being run (its flags are part of Config).
 	cmd *cobra.Command
 	// secrets are scrubbed from every error Execute prints.
@@ -32,11 +34,11 @@ type Factory struct {
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.
 func (f *Factory) load(cmd *cobra.Command) error {
-	v, path, err := loadConfig(cmd, f.ConfigFile)
+	v, path, lines, err := loadConfig(cmd, f.ConfigFile)
 	if err != nil {
 		return err
 	}
-	f.Config, f.ConfigPath, f.cmd = v, path, cmd
+	f.Config, f.ConfigPath, f.configLines, f.cmd = v, path, lines, cmd
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,13 +44,30 @@ func (f *Factory) load(cmd *cobra.Command) error {
 }
 
 // Output returns the -o/--output format after checking it is one the
-// command offers.
+// command offers. A format set in LOCKCTL_OUTPUT or the config file is a
+// preference, as the AWS CLI's output setting is: a command that does not
+// offer it (output: markdown is for checklist) uses its default, table. A
+// flag must name one of the command's formats, and a value that is no
+// format of any command is refused wherever it comes from, named by its
+// source (settingName).
 func (f *Factory) Output(accepted ...string) (string, error) {
 	o := f.Config.GetString(keyOutput)
-	if err := choice("output", o, accepted...); err != nil {
-		return "", err
+	if slices.Contains(accepted, o) {
+		return o, nil
 	}
-	return o, nil
+	if src := settingSource(f.cmd, f.Config, f.ConfigPath, keyOutput); (src == "env" || src == "file") && slices.Contains(allFormats, o) {
+		return defaultFormat(accepted), nil
+	}
+	return "", usageErrorf("%s %q is not one of %s", f.settingName(keyOutput, "output"), o, strings.Join(accepted, ", "))
+}
+
+// defaultFormat is the format a command uses when none of its own is
+// configured: table, or its first one.
+func defaultFormat(accepted []string) string {
+	if d, _ := configDefaults[keyOutput].(string); slices.Contains(accepted, d) {
+		return d
+	}
+	return accepted[0]
 }
 
 // RedisConn is a connected client with the URL to show (password redacted).

@@ -1,10 +1,14 @@
 package cmd
 
 import (
+	"fmt"
+	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +21,10 @@ type ConfigSetting struct {
 	Source string `json:"source"`
 	// Env is the environment variable that sets the key.
 	Env string `json:"env"`
+	// Problem is why the commands that read the key refuse its value, in
+	// their words (naming the flag, variable or file:line); absent when
+	// the value is accepted.
+	Problem string `json:"problem,omitempty"`
 }
 
 // ConfigView is the JSON shape of `lockctl config view`.
@@ -29,7 +37,9 @@ type ConfigView struct {
 // ConfigViewOptions are the inputs of `lockctl config view`.
 type ConfigViewOptions struct {
 	Printer *Printer
-	View    ConfigView
+	// ErrOut gets one line for each setting with a Problem.
+	ErrOut io.Writer
+	View   ConfigView
 }
 
 // NewCmdConfig returns `lockctl config` with its `view` subcommand.
@@ -47,7 +57,13 @@ func NewCmdConfig(f *Factory, runF func(*ConfigViewOptions) error) *cobra.Comman
 
 Precedence: flag > LOCKCTL_* environment variable > config file (--config,
 else ./lockctl.yaml, else <user config dir>/lockctl/config.yaml) > default.
-Passwords are shown as *** and URLs are redacted.`,
+Passwords are shown as *** and URLs are redacted. An empty LOCKCTL_*
+variable counts as unset.
+
+Every setting is shown, even one the commands would refuse (a duration
+without a unit, an output format no command has, a key template without
+{value}): each such setting gets a line on stderr saying why, in the words
+the commands use, and config view then exits 2.`,
 		Example: `  lockctl config view
   LOCKCTL_POLICY_LEASE_CAP=45s lockctl config view -o json
   lockctl --config team.yaml --redis redis://cache:6379/2 config view`,
@@ -55,9 +71,14 @@ Passwords are shown as *** and URLs are redacted.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := f.Output(dataFormats...)
 			if err != nil {
-				return err
+				// config view is how a bad configured format is found:
+				// it shows it as a problem; only -o itself must be valid.
+				if settingSource(cmd, f.Config, f.ConfigPath, keyOutput) == "flag" {
+					return err
+				}
+				format = formatTable
 			}
-			opts := &ConfigViewOptions{Printer: f.newPrinter(format), View: f.effectiveConfig(cmd)}
+			opts := &ConfigViewOptions{Printer: f.newPrinter(format), ErrOut: f.IO.ErrOut, View: f.effectiveConfig(cmd)}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -78,8 +99,9 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	}
 	sort.Strings(keys)
 	view := ConfigView{ConfigFile: f.ConfigPath, Settings: make([]ConfigSetting, 0, len(keys))}
+	problems := f.settingProblems()
 	for _, k := range keys {
-		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: settingSource(cmd, f.Config, f.ConfigPath, k), Env: envName(k)}
+		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: settingSource(cmd, f.Config, f.ConfigPath, k), Env: envName(k), Problem: problems[k]}
 		if k == keyRedisSentinel { // a string or a YAML list
 			s.Value = strings.Join(listSetting(f.Config, k), ",")
 		}
@@ -98,9 +120,36 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	return view
 }
 
+// settingProblems checks the values the commands parse when they use them
+// (durations, the output format, key templates) and returns, by key, the
+// error a command would give; viper keeps them as text until then.
+func (f *Factory) settingProblems() map[string]string {
+	out := map[string]string{}
+	for _, d := range []struct{ key, flag string }{
+		{keyLeaseCap, "lease-cap"}, {keyRenewBound, "renew-bound"}, {keyRenewEvery, "renew-every"}, {keyRedisTimeout, "timeout"},
+	} {
+		if d.key == keyRenewEvery && f.Config.GetString(d.key) == "" {
+			continue // lease/3
+		}
+		if _, err := f.durationSetting(d.key, d.flag); err != nil {
+			out[d.key] = err.Error()
+		}
+	}
+	if o := f.Config.GetString(keyOutput); !slices.Contains(allFormats, o) {
+		out[keyOutput] = fmt.Sprintf("%s %q is no command's output format; accepted: %s", f.settingName(keyOutput, "output"), o, strings.Join(allFormats, ", "))
+	}
+	field, key, fence := f.Config.GetString(keyLockField), f.Config.GetString(keyKeyTemplate), f.Config.GetString(keyFenceTemplate)
+	if _, err := lockcore.NewKeySpec(field, key, "", false); err != nil {
+		out[keyKeyTemplate] = fmt.Sprintf("%s: %v", f.settingName(keyKeyTemplate, "key-template"), err)
+	} else if _, err := lockcore.NewKeySpec(field, key, fence, false); err != nil {
+		out[keyFenceTemplate] = fmt.Sprintf("%s: %v", f.settingName(keyFenceTemplate, "fence-template"), err)
+	}
+	return out
+}
+
 func configViewRun(opts *ConfigViewOptions) error {
 	v := opts.View
-	return opts.Printer.Print(v, func(t *TableView) {
+	err := opts.Printer.Print(v, func(t *TableView) {
 		file := v.ConfigFile
 		if file == "" {
 			file = "(none found)"
@@ -109,6 +158,20 @@ func configViewRun(opts *ConfigViewOptions) error {
 		t.Line("")
 		t.Table(configRows(v))
 	})
+	if err != nil {
+		return err
+	}
+	bad := 0
+	for _, s := range v.Settings {
+		if s.Problem != "" {
+			fmt.Fprintf(opts.ErrOut, "lockctl: %s\n", oneLineText(s.Problem))
+			bad++
+		}
+	}
+	if bad > 0 {
+		return &ExitError{Code: ExitUsage} // the lines above said why
+	}
+	return nil
 }
 
 // configRows is the pure row builder of the config view table.

@@ -44,6 +44,9 @@ type Sample struct {
 	Key  string
 	// Exists says the key was there.
 	Exists bool
+	// Type is the Redis type at the key ("string" for a lock value; ""
+	// when unknown).
+	Type string
 	// Owner is the owner token's raw bytes as a string (compared byte for byte).
 	Owner string
 	// PTTLMS is the remaining TTL in ms (-1 none, -2 absent).
@@ -59,7 +62,7 @@ type Sample struct {
 
 // SampleOf turns an inspected Lock into a Sample taken at at.
 func SampleOf(l Lock, at time.Time) Sample {
-	s := Sample{At: at, Key: l.Key, Exists: l.Exists, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS}
+	s := Sample{At: at, Key: l.Key, Exists: l.Exists, Type: l.Type, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS}
 	if b, err := hex.DecodeString(l.OwnerHex); err == nil {
 		s.Owner = string(b)
 	}
@@ -142,7 +145,7 @@ func (d *Differ) Next(cur Sample) []Event {
 			return []Event{d.event(EventFree, cur, nil, "no holder")}
 		}
 		d.newOwner(cur)
-		return []Event{d.event(EventHeld, cur, nil, "held by %s, %s left", show(cur.Owner), ttl(cur.PTTLMS))}
+		return []Event{d.event(EventHeld, cur, nil, "held by %s, %s", who(cur), left(cur.PTTLMS))}
 	}
 	var out []Event
 	if d.lastFence != nil && cur.Fence != nil && *cur.Fence < *d.lastFence {
@@ -164,16 +167,18 @@ func (d *Differ) Next(cur Sample) []Event {
 	case !prev.Exists && !cur.Exists:
 	case !prev.Exists:
 		d.newOwner(cur)
-		out = append(out, d.event(EventAcquired, cur, prev, "acquired by %s for %s", show(cur.Owner), ttl(cur.PTTLMS)))
+		out = append(out, d.event(EventAcquired, cur, prev, "acquired by %s, %s", who(cur), left(cur.PTTLMS)))
 	case !cur.Exists:
 		if prev.PTTLMS >= 0 && expected <= tol {
-			out = append(out, d.event(EventExpired, cur, prev, "%s's lease ran out", show(prev.Owner)))
+			out = append(out, d.event(EventExpired, cur, prev, "%s's lease ran out", who(*prev)))
+		} else if prev.PTTLMS < 0 {
+			out = append(out, d.event(EventReleased, cur, prev, "released by %s (it had no expiry)", who(*prev)))
 		} else {
-			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", show(prev.Owner), ttl(max(0, expected.Milliseconds()))))
+			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", who(*prev), ttl(max(0, expected.Milliseconds()))))
 		}
 	case prev.Owner != cur.Owner:
 		d.newOwner(cur)
-		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", show(cur.Owner), show(prev.Owner)))
+		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", who(cur), who(*prev)))
 	case prev.PTTLMS < 0 || cur.PTTLMS < 0: // no TTL to compare
 	case exact && cur.ExpireAtMS < prev.ExpireAtMS:
 		// The server's absolute expiry moved: a PEXPIRE (or SET) reached
@@ -187,7 +192,7 @@ func (d *Differ) Next(cur Sample) []Event {
 		if b := d.opts.RenewBound; b > 0 && !d.pastBound && cur.At.Sub(d.ownerSince) > b {
 			d.pastBound = true
 			out = append(out, d.event(EventRenewedPastBound, cur, prev, "%s still renews after %s, past the %s renewal bound",
-				show(cur.Owner), lockcore.FormatDuration(cur.At.Sub(d.ownerSince).Round(time.Millisecond)), lockcore.FormatDuration(b)))
+				who(cur), lockcore.FormatDuration(cur.At.Sub(d.ownerSince).Round(time.Millisecond)), lockcore.FormatDuration(b)))
 		}
 	case time.Duration(cur.PTTLMS)*time.Millisecond < expected-tol:
 		out = append(out, d.event(EventTTLJump, cur, prev, "TTL fell %dms in %dms", prev.PTTLMS-cur.PTTLMS, elapsed.Milliseconds()))
@@ -228,6 +233,26 @@ func show(owner string) string {
 		return owner
 	}
 	return "hex:" + fmt.Sprintf("%x", owner)
+}
+
+// who names a sample's holder in a message: its owner token, else the
+// Redis type of a key with none found (a hash or list no layout explains).
+func who(s Sample) string {
+	switch {
+	case s.Owner != "":
+		return show(s.Owner)
+	case s.Type != "" && s.Type != "string":
+		return "a " + s.Type + " with no owner token"
+	}
+	return "an empty value"
+}
+
+// left is what a PTTL leaves: "30s left", or "no expiry" (PTTL -1).
+func left(ms int64) string {
+	if ms < 0 {
+		return "no expiry"
+	}
+	return ttl(ms) + " left"
 }
 
 func ttl(ms int64) string {

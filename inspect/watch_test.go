@@ -114,6 +114,13 @@ func TestDeriveEventFields(t *testing.T) {
 	if evs[1].KeyHex != "" {
 		t.Errorf("UTF-8 key has key_hex %q", evs[1].KeyHex)
 	}
+	// A key that is not a lock string: its type is named, and PTTL -1 is
+	// no expiry, not "no TTL left".
+	hash := inspect.Sample{At: at(0), Key: "k", Exists: true, Type: "hash", PTTLMS: -1}
+	if m := inspect.Derive([]inspect.Sample{hash, gone(100)}, inspect.WatchOptions{}); m[0].Message != "held by a hash with no owner token, no expiry" ||
+		m[1].Message != "released by a hash with no owner token (it had no expiry)" {
+		t.Errorf("hash messages %q, %q", m[0].Message, m[1].Message)
+	}
 }
 
 // TestWatchRealRedis samples a real key while it is acquired, renewed,

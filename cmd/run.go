@@ -208,6 +208,9 @@ func splitRunArgs(args []string, dash int, haveKey, dryRun bool) (value string, 
 	if len(command) == 0 && !dryRun {
 		return "", nil, usageErrorf("no command: put the command to run after --, e.g. lockctl run order-demo-001 --budget 1200s -- ./import.sh")
 	}
+	if len(before) > 1 && !haveKey { // run's own mistake: a command without its --
+		return "", nil, usageErrorf("one VALUE expected, got %d (%s); put the command after --", len(before), strings.Join(before, " "))
+	}
 	value, err = lockValue(before, haveKey)
 	return value, command, err
 }
@@ -222,7 +225,7 @@ func lockValue(args []string, haveKey bool) (string, error) {
 	case len(args) == 0:
 		return "", usageErrorf("no lock: give VALUE (e.g. order-demo-001) or --key KEY")
 	case len(args) > 1:
-		return "", usageErrorf("one VALUE expected, got %d (%s); put a command after --", len(args), strings.Join(args, " "))
+		return "", usageErrorf("one VALUE expected, got %d (%s)", len(args), strings.Join(args, " "))
 	case args[0] == "":
 		return "", emptyValueError()
 	}

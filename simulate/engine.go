@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,10 @@ const never = int64(1) << 62
 
 // maxIterations bounds one run (a scenario renewing every 1ms for days).
 const maxIterations = 5_000_000
+
+// stopEvery is how many iterations a run makes between looks at its
+// context: microseconds, so Ctrl-C stops even a run of millions at once.
+const stopEvery = 1024
 
 type lockState struct {
 	present bool
@@ -72,6 +77,9 @@ type engine struct {
 	p      leaseParams
 	g      Guards
 	record bool
+	// stop, if set, stops the run with its context's error when that is
+	// done.
+	stop *stopper
 
 	now       int64
 	lock      lockState
@@ -181,10 +189,13 @@ func (e *engine) actorIndex(name string) int {
 	return len(e.actors) - 1
 }
 
-// run plays the scenario to the end. It returns an error only when the run
-// does not settle (a model bug).
+// run plays the scenario to the end. It returns an error when the run
+// does not settle (a model bug) or, with e.stop, when its context is done.
 func (e *engine) run() error {
 	for i := 0; ; i++ {
+		if i%stopEvery == 0 && e.stop.stopped() {
+			return e.stop.ctx.Err()
+		}
 		if i > maxIterations {
 			return fmt.Errorf("scenario %q needs more than %d simulation steps (at %s, renewing every %s); shorten it or renew less often", e.sc.Name, maxIterations, fmtMS(e.now), fmtMS(e.p.renewEvery))
 		}
@@ -401,6 +412,29 @@ func (e *engine) step(a *actor, si int, inFlight bool) {
 			e.event(serverActor, "clock_jump", true, 0, noted("the server's clock steps forward "+fmtMS(st.ByMS)+": every lease ends early", st.Note))
 		}
 		e.expire()
+	}
+}
+
+// stopper is a context's Done channel, read without blocking: a few
+// nanoseconds and no lock (ctx.Err() takes one), so runs can look at it
+// often without slowing exploration.
+type stopper struct {
+	ctx  context.Context
+	done <-chan struct{}
+}
+
+func newStopper(ctx context.Context) *stopper { return &stopper{ctx: ctx, done: ctx.Done()} }
+
+// stopped reports whether the context is done; a nil stopper never is.
+func (s *stopper) stopped() bool {
+	if s == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
 }
 

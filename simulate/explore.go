@@ -101,14 +101,20 @@ func (d Dimension) set(st *Step, v int64) {
 // Explore runs the scenario under many schedules of its faults (the base
 // schedule first) and counts the violations per invariant, keeping the
 // shortest counterexample: the smallest total fault length, then the
-// earliest violation. It stops early with ctx's error when ctx is done.
+// earliest violation. It stops early with ctx's error when ctx is done,
+// within a schedule too.
 func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ExploreResult{}, err
+	}
+	stop := newStopper(ctx)
 	sc.normalize()
 	p, err := sc.resolve()
 	if err != nil {
 		return ExploreResult{}, err
 	}
 	base := newEngine(&sc, p, sc.Guards, false)
+	base.stop = stop
 	if err := base.run(); err != nil {
 		return ExploreResult{}, err
 	}
@@ -122,6 +128,7 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	work.Steps = make([]Step, len(sc.Steps))
 	copy(work.Steps, sc.Steps)
 	e := newEngine(&work, p, sc.Guards, false)
+	e.stop = stop
 	counts := make([]int, len(Codes))
 	var best []Step
 	var bestSize int64
@@ -171,12 +178,9 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	}
 	defer func() { progress(res.Schedules) }()
 	// schedule runs the n-th schedule: the scenario with each dimension set
-	// to at(d), checking for Ctrl-C and reporting progress every 4096.
+	// to at(d), reporting progress every 4096 (the engine checks for Ctrl-C).
 	schedule := func(n int, at func(i int, d Dimension) int64) error {
 		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
 			progress(n)
 		}
 		copy(work.Steps, sc.Steps)
@@ -230,7 +234,7 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		ce.Steps = best
 		ce.Name = sc.Name + "-counterexample"
 		ce.Description = fmt.Sprintf("shortest counterexample found by exploring %s (%d of %d schedules violated an invariant)", sc.Name, res.Violating, res.Schedules)
-		r, err := Run(ce)
+		r, err := runScenario(ce, stop)
 		if err != nil {
 			return res, err
 		}

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 )
@@ -95,5 +96,54 @@ func BenchmarkExplore(b *testing.B) {
 			}
 			b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "schedules/s")
 		})
+	}
+}
+
+// A cancelled context stops an exploration whatever its size: a random one
+// of fewer than 4096 runs (it ran to the end), and a grid cancelled during
+// its first schedules (it ran on to the next 4096th).
+func TestExploreStopsPromptly(t *testing.T) {
+	sc, _ := Builtin("stale-writer", AllGuards(), Overrides{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Explore(ctx, sc, ExploreOptions{Random: true, Runs: 100, Seed: 1}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before a 100-run exploration: err %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Explore(ctx, sc, ExploreOptions{Grid: 100, Progress: func(done, _ int) {
+		if done == 0 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || res.Schedules > 1 {
+		t.Errorf("cancelled at the grid's first schedule: err %v after %d schedules, want context.Canceled after the base one", err, res.Schedules)
+	}
+}
+
+// A run checks its context inside one schedule: a scenario with 720,000
+// renewals stops at once.
+func TestEngineStops(t *testing.T) {
+	sc, err := ParseFile([]byte("name: slow\npolicy: {lease: 30s, renew_every: 10ms}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 0s, actor: A, do: work, for: 2h}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.normalize()
+	p, err := sc.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e := newEngine(&sc, p, sc.Guards, false)
+	e.stop = newStopper(ctx)
+	if err := e.run(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v, want context.Canceled", err)
+	}
+	if e.now > 0 {
+		t.Errorf("the run went on to %d ms", e.now)
+	}
+	if _, err := runScenario(sc, e.stop); !errors.Is(err, context.Canceled) {
+		t.Errorf("runScenario: %v, want context.Canceled", err)
 	}
 }

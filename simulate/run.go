@@ -38,13 +38,18 @@ func (sc *Scenario) normalize() {
 // was off is judged by replaying the run with it on), the store, notes on the
 // model's limits and the timeline. Same scenario, same Result. It returns an
 // error when the policy gives no valid lease.
-func Run(sc Scenario) (Result, error) {
+func Run(sc Scenario) (Result, error) { return runScenario(sc, nil) }
+
+// runScenario is Run, stopped with the stopper's context's error when it is
+// done (nil: never).
+func runScenario(sc Scenario, stop *stopper) (Result, error) {
 	sc.normalize()
 	p, err := sc.resolve()
 	if err != nil {
 		return Result{}, err
 	}
 	e := newEngine(&sc, p, sc.Guards, true)
+	e.stop = stop
 	if err := e.run(); err != nil {
 		return Result{}, err
 	}
@@ -55,6 +60,7 @@ func Run(sc Scenario) (Result, error) {
 		gr := GuardReport{Guard: name, Enabled: on, Effect: EffectIdle}
 		// Each guard is judged by replaying the run with it flipped.
 		alt := newEngine(&sc, p, sc.Guards.With(name, !on), true)
+		alt.stop = stop
 		if err := alt.run(); err != nil {
 			return Result{}, err
 		}
@@ -73,7 +79,10 @@ func Run(sc Scenario) (Result, error) {
 		}
 		res.Guards = append(res.Guards, gr)
 	}
-	res.Notes = notes(&sc, &res)
+	res.Notes = notes(&sc, &res, stop)
+	if stop.stopped() {
+		return Result{}, stop.ctx.Err()
+	}
 	return res, nil
 }
 
@@ -109,7 +118,7 @@ func (e *engine) result() Result {
 }
 
 // notes are the honest limits and lessons of a run, in a fixed order.
-func notes(sc *Scenario, res *Result) []string {
+func notes(sc *Scenario, res *Result, stop *stopper) []string {
 	out := []string{}
 	has := func(do Action) bool {
 		return slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Do == do })
@@ -128,7 +137,7 @@ func notes(sc *Scenario, res *Result) []string {
 	if has(ActFailover) {
 		out = append(out, "leases assume durable lock state: Redis replicates asynchronously, so a failover can lose an acknowledged lock and hand it out twice")
 		if sc.FenceSource != FenceStore {
-			out = append(out, durableFenceNote(*sc))
+			out = append(out, durableFenceNote(*sc, stop))
 		}
 	}
 	if sc.Guards.Fencing && twoHolders && res.Store.Correct && res.Store.Rejected > 0 {
@@ -151,7 +160,7 @@ func notes(sc *Scenario, res *Result) []string {
 
 // durableFenceNote replays a failover run with a durable fence source and
 // says what the store would have done.
-func durableFenceNote(sc Scenario) string {
+func durableFenceNote(sc Scenario, stop *stopper) string {
 	const lead = "the fence counter lived in Redis and went back with the failover"
 	sc.FenceSource = FenceStore
 	p, err := sc.resolve()
@@ -159,6 +168,7 @@ func durableFenceNote(sc Scenario) string {
 		return lead
 	}
 	e := newEngine(&sc, p, sc.Guards, true)
+	e.stop = stop
 	if e.run() != nil {
 		return lead
 	}

@@ -177,6 +177,9 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				if grid < 2 {
 					return usageErrorf("grid %d must be at least 2", grid)
 				}
+				if err := exploreGrid(cmd, f.IO.ErrOut, opts); err != nil {
+					return err
+				}
 			}
 			opts.Ctx = cmd.Context()
 			if f.IO.ErrTTY {
@@ -225,8 +228,8 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.BoolVar(&checkpoints, "checkpoints", false, "checkpoint sends so a take-over resumes instead of starting over")
 	fl.StringVar(&expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
 	fl.BoolVar(&explore, "explore", false, "search the schedules around the scenario (pause, partition, crash, call and clock jump times and lengths)")
-	fl.IntVar(&grid, "grid", 12, "points per dimension of the exhaustive exploration grid")
-	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration)")
+	fl.IntVar(&grid, "grid", 12, fmt.Sprintf("points per dimension of the exhaustive exploration grid (lowered to stay under %d schedules)", simulate.MaxGridSchedules))
+	fl.IntVar(&runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration, instead of --grid)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the random exploration")
 	fl.Float64Var(&timeScale, "time-scale", 0.01, "live mode (--redis): real seconds per virtual second, 0.001 to 1")
 	fl.StringVar(&prefix, "prefix", "", `live mode: prefix of the four keys it writes (default "lockctl:sim:{<random>}:"); they must not exist, and are deleted at the end`)
@@ -252,6 +255,38 @@ func flagsNeed(cmd *cobra.Command, on bool, what, add string, names ...string) e
 		if cmd.Flags().Changed(name) {
 			return usageErrorf("--%s sets up %s; add %s or drop --%s", name, what, add, name)
 		}
+	}
+	return nil
+}
+
+// exploreGrid refuses --grid beside --runs or --seed (they pick random
+// schedules; the grid would be ignored) and a grid that cannot fit under
+// simulate.MaxGridSchedules, and says on w when it lowers the grid's points
+// per dimension to fit.
+func exploreGrid(cmd *cobra.Command, w io.Writer, opts *SimulateOptions) error {
+	for _, name := range []string{"runs", "seed"} {
+		if cmd.Flags().Changed(name) && cmd.Flags().Changed("grid") {
+			return usageErrorf("--grid sets up a grid exploration; --%s picks random schedules instead: drop --grid or drop --%s", name, name)
+		}
+	}
+	if opts.ExploreOpts.Random {
+		return nil
+	}
+	grid := opts.ExploreOpts.Grid
+	points, dims, err := simulate.GridPoints(opts.Scenario, grid)
+	if gerr := (*simulate.GridTooLargeError)(nil); errors.As(err, &gerr) {
+		return usageErrorf("--explore: scenario %q has %v; explore at random schedules instead, e.g. --runs 100000", oneLineText(opts.Scenario.Name), gerr)
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if points < grid {
+		which := "--grid"
+		if !cmd.Flags().Changed("grid") {
+			which = "the default --grid"
+		}
+		fmt.Fprintf(w, "lockctl: %s %d over %d dimensions is more than the cap of %d schedules: lowered to %d points per dimension\n",
+			which, grid, dims, simulate.MaxGridSchedules, points)
 	}
 	return nil
 }

@@ -171,3 +171,41 @@ func TestSimulateFlags(t *testing.T) {
 		t.Errorf("explore options: %+v", o.ExploreOpts)
 	}
 }
+
+// A grid lowered to fit the cap is said on stderr, once, naming the value
+// used and the flag's (it was lowered silently).
+func TestSimulateGridLowered(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	six := filepath.Join(dir, "six.yaml")
+	if err := os.WriteFile(six, []byte("name: six\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: pause, for: 1s}\n  - {at: 2s, actor: A, do: pause, for: 1s}\n  - {at: 3s, actor: A, do: pause, for: 1s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", "stale-writer", "--explore", "--grid", "2000"}, "lockctl: --grid 2000 over 2 dimensions is more than the cap of 2000000 schedules: lowered to 1414 points per dimension\n"},
+		{[]string{"simulate", "--file", six, "--explore"}, "lockctl: the default --grid 12 over 6 dimensions is more than the cap of 2000000 schedules: lowered to 11 points per dimension\n"},
+		{[]string{"simulate", "stale-writer", "--explore", "--grid", "1414"}, ""},
+		{[]string{"simulate", "stale-writer", "--explore", "--runs", "10"}, ""},
+	} {
+		var errOut bytes.Buffer
+		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}}
+		root := cmd.NewRootCmd(f)
+		for _, c := range root.Commands() {
+			if c.Name() == "simulate" {
+				root.RemoveCommand(c)
+			}
+		}
+		root.AddCommand(cmd.NewCmdSimulate(f, func(*cmd.SimulateOptions) error { return nil }))
+		root.SetArgs(tc.args)
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if errOut.String() != tc.want {
+			t.Errorf("%v: stderr %q, want %q", tc.args, errOut.String(), tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -18,9 +19,25 @@ type ExploreOptions struct {
 	Progress func(done, total int)
 }
 
-// maxGridSchedules caps an exhaustive grid; Explore lowers the points per
-// dimension to stay under it.
-const maxGridSchedules = 2_000_000
+// MaxGridSchedules caps an exhaustive grid (the base schedule aside):
+// Explore lowers the points per dimension to stay under it (GridPoints), and
+// refuses a grid that cannot fit even at 2 points per dimension.
+const MaxGridSchedules = 2_000_000
+
+// MaxGridDimensions is the most dimensions a grid of 2 points each fits
+// under MaxGridSchedules (2^20 is 1048576).
+const MaxGridDimensions = 20
+
+// GridTooLargeError is a grid that cannot fit under MaxGridSchedules even at
+// 2 points per dimension: the scenario has more than MaxGridDimensions.
+type GridTooLargeError struct {
+	Dimensions int
+}
+
+func (e *GridTooLargeError) Error() string {
+	return fmt.Sprintf("%d dimensions to vary: a grid of even 2 points each is 2^%d schedules, over the cap of %d (at most %d dimensions)",
+		e.Dimensions, e.Dimensions, MaxGridSchedules, MaxGridDimensions)
+}
 
 // Dimension is one varied quantity: a step's time or length, over
 // [FromMS, ToMS].
@@ -47,11 +64,14 @@ type Counterexample struct {
 }
 
 // ExploreResult counts the schedules that broke each invariant. Verdict is
-// unsafe when any did; Counterexample is null when none did.
+// unsafe when any did; Counterexample is null when none did. Grid is the
+// points per dimension of a grid that varied something (GridPoints), Seed
+// that of a random exploration.
 type ExploreResult struct {
 	Scenario       string          `json:"scenario"`
 	Mode           string          `json:"mode"`
 	Seed           *uint64         `json:"seed,omitempty"`
+	Grid           int             `json:"grid,omitempty"`
 	Guards         Guards          `json:"guards"`
 	Dimensions     []Dimension     `json:"dimensions"`
 	Schedules      int             `json:"schedules"`
@@ -161,15 +181,16 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	if err := try(); err != nil {
 		return res, err
 	}
-	total := 1
-	if o.Random {
+	// With nothing to vary every schedule is the base one: it ran.
+	total, g := 1, 0
+	if len(dims) > 0 && o.Random {
 		total = max(o.Runs, 1)
 	} else if len(dims) > 0 {
-		g := gridPoints(o.Grid, len(dims))
-		for range dims {
-			total *= g
+		if g, err = gridPoints(o.Grid, len(dims)); err != nil {
+			return res, err
 		}
-		total++
+		total = ipow(g, len(dims)) + 1
+		res.Grid = g
 	}
 	progress := func(n int) {
 		if o.Progress != nil {
@@ -195,13 +216,12 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		res.Seed = &seed
 		rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 		random := func(_ int, d Dimension) int64 { return d.FromMS + rng.Int64N(d.ToMS-d.FromMS+1) }
-		for n := 1; n < o.Runs; n++ {
+		for n := 1; n < total; n++ {
 			if err := schedule(n, random); err != nil {
 				return res, err
 			}
 		}
 	} else if len(dims) > 0 {
-		g := gridPoints(o.Grid, len(dims))
 		idx := make([]int, len(dims))
 		point := func(i int, d Dimension) int64 { return d.FromMS + (d.ToMS-d.FromMS)*int64(idx[i])/int64(g-1) }
 		for n := 0; ; n++ {
@@ -247,22 +267,43 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 	return res, nil
 }
 
+// GridPoints returns the points per dimension of the exhaustive grid Explore
+// runs for sc when grid are asked for (at least 2, lowered until the grid
+// fits under MaxGridSchedules), and how many dimensions sc varies (with
+// none, only the base schedule runs). It returns a *GridTooLargeError when
+// sc varies more than MaxGridDimensions.
+func GridPoints(sc Scenario, grid int) (points, dims int, err error) {
+	dims = len(dimensions(&sc, 0))
+	if dims == 0 {
+		return max(grid, 2), 0, nil
+	}
+	points, err = gridPoints(grid, dims)
+	return points, dims, err
+}
+
 // gridPoints is at least 2 and lowered until the grid fits under
-// maxGridSchedules.
-func gridPoints(g, dims int) int {
-	g = max(g, 2)
-	for g > 2 {
-		total := 1
-		for range dims {
-			total *= g
-			if total > maxGridSchedules {
-				break
-			}
-		}
-		if total <= maxGridSchedules {
-			return g
-		}
+// MaxGridSchedules.
+func gridPoints(g, dims int) (int, error) {
+	if dims > MaxGridDimensions {
+		return 0, &GridTooLargeError{Dimensions: dims}
+	}
+	// Start near the dims-th root of the cap: --grid can be any int.
+	g = max(min(g, int(math.Pow(MaxGridSchedules, 1/float64(dims)))+1), 2)
+	for g > 2 && ipow(g, dims) > MaxGridSchedules {
 		g--
 	}
-	return g
+	return g, nil
+}
+
+// ipow is b^n, or MaxGridSchedules+1 once it is over MaxGridSchedules (it
+// never overflows).
+func ipow(b, n int) int {
+	p := 1
+	for range n {
+		p *= b
+		if p > MaxGridSchedules {
+			return MaxGridSchedules + 1
+		}
+	}
+	return p
 }

@@ -3,8 +3,10 @@ package simulate
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"testing"
+	"time"
 )
 
 // With every guard on, exploring the six guard-fixable scenarios finds no
@@ -145,5 +147,54 @@ func TestEngineStops(t *testing.T) {
 	}
 	if _, err := runScenario(sc, e.stop); !errors.Is(err, context.Canceled) {
 		t.Errorf("runScenario: %v, want context.Canceled", err)
+	}
+}
+
+// The grid is lowered to fit MaxGridSchedules, never overflows, and is
+// refused when even 2 points per dimension do not fit.
+func TestGridPoints(t *testing.T) {
+	pauses := func(n int) Scenario {
+		sc := Scenario{Name: "pauses", Policy: PolicySpec{Lease: 30 * time.Second}, Guards: AllGuards(),
+			Steps: []Step{{Actor: "A", Do: ActAcquire}}}
+		for i := range n {
+			sc.Steps = append(sc.Steps, Step{AtMS: int64(i+1) * 1000, Actor: "A", Do: ActPause, ForMS: 1000})
+		}
+		return sc
+	}
+	for _, tc := range []struct {
+		pauses, grid, points int
+	}{
+		{0, 12, 12}, {1, 12, 12}, {1, 2000, 1414}, {1, math.MaxInt, 1414}, {3, 12, 11}, {10, 12, 2}, {10, math.MaxInt, 2},
+	} {
+		points, dims, err := GridPoints(pauses(tc.pauses), tc.grid)
+		if err != nil || points != tc.points || dims != 2*tc.pauses {
+			t.Errorf("%d pauses, grid %d: %d points, %d dims, %v; want %d points, %d dims", tc.pauses, tc.grid, points, dims, err, tc.points, 2*tc.pauses)
+		}
+	}
+	for _, n := range []int{11, 30, 40} {
+		var gerr *GridTooLargeError
+		if _, _, err := GridPoints(pauses(n), 12); !errors.As(err, &gerr) || gerr.Dimensions != 2*n {
+			t.Errorf("%d pauses: err %v, want a GridTooLargeError of %d dimensions", n, err, 2*n)
+		}
+	}
+	// 21 dimensions: 2^21 is over the cap, and Explore refuses it too.
+	sc := pauses(10)
+	sc.Steps = append(sc.Steps, Step{AtMS: 20000, Actor: "B", Do: ActCrash})
+	var gerr *GridTooLargeError
+	if _, err := Explore(context.Background(), sc, ExploreOptions{Grid: 2}); !errors.As(err, &gerr) || gerr.Dimensions != 21 {
+		t.Errorf("Explore of 21 dimensions: err %v, want a GridTooLargeError", err)
+	}
+}
+
+// With nothing to vary, a random exploration runs the base schedule once
+// and counts one (it counted --runs identical runs).
+func TestExploreNothingToVary(t *testing.T) {
+	sc, _ := Builtin("duplicate-delivery", AllGuards(), Overrides{})
+	res, err := Explore(context.Background(), sc, ExploreOptions{Random: true, Runs: 5000, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Schedules != 1 || len(res.Dimensions) != 0 {
+		t.Errorf("%d schedules over %d dimensions, want 1 over none", res.Schedules, len(res.Dimensions))
 	}
 }

@@ -81,6 +81,15 @@ only four keys under its own prefix (--prefix, default
 "lockctl:sim:{<random>}:"): lock, fence, store and receiver. It refuses to
 start if one of them exists, and deletes those four when it ends.
 
+A lease derived from a budget (crash-recovery, long-budget, --budget or
+--mode, a file's policy.budget) follows the configured policy, as lockctl
+lease does: lease cap, renewal bound and renewal interval from
+LOCKCTL_POLICY_* or the config file's policy.* keys (defaults 60s, 12h,
+lease/3); --renew-every comes first. An explicit lease keeps its numbers, and
+so does what a file's policy sets itself: stale-writer, unsafe-release,
+renewal-loss, duplicate-delivery, failover and clock-jump replay fixed
+incidents and ignore the policy settings.
+
 Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`,
 		Example: `  lockctl simulate --list
   lockctl simulate stale-writer
@@ -321,12 +330,10 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 		}
 		o.Mode = m
 	}
-	if o.Budget > 0 {
-		p, err := f.policySetting()
-		if err != nil {
-			return o, err
-		}
-		o.LeaseCap, o.RenewBound = p.LeaseCap, p.RenewBound
+	// Every budget-derived lease follows the configured policy, as lease's
+	// and checklist's do (it took it only with --budget).
+	if o.Policy, err = f.policySetting(); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,5 +208,81 @@ func TestSimulateGridLowered(t *testing.T) {
 		if errOut.String() != tc.want {
 			t.Errorf("%v: stderr %q, want %q", tc.args, errOut.String(), tc.want)
 		}
+	}
+}
+
+// Every budget-derived lease follows the configured policy (flag > env >
+// config file > defaults), as lease's does; an explicit lease, a built-in's
+// or a file's, keeps its numbers (the policy applied only with --budget).
+func TestSimulatePolicyPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	budget := write("budget.yaml", "name: b\npolicy: {budget: 20m, mode: trusted}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n")
+	ownCap := write("own-cap.yaml", "name: c\npolicy: {budget: 20m, mode: trusted, lease_cap: 50s, renew_every: 5s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n")
+	fixed := write("fixed.yaml", "name: f\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n")
+	config := write("config.yaml", "policy:\n  lease_cap: 40s\n  renew_bound: 20h\n")
+	if err := os.Mkdir(filepath.Join(dir, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("proj/lockctl.yaml", "policy:\n  lease_cap: 50s\n")
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want simulate.LeaseReport
+		// proj runs in a directory with a lockctl.yaml setting a 50s cap.
+		proj bool
+	}{
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 45000, RenewEveryMS: 15000, RenewBoundMS: 12 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 7000, RenewBoundMS: 12 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_RENEW_BOUND": "20h"}, []string{"long-budget"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 20000, RenewBoundMS: 20 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"stale-writer", "--mode", "trusted"}, simulate.LeaseReport{LeaseMS: 30000, RenewEveryMS: 10000, RenewBoundMS: 12 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"crash-recovery", "--renew-every", "9s"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 9000, RenewBoundMS: 12 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"--file", budget}, simulate.LeaseReport{LeaseMS: 45000, RenewEveryMS: 15000, RenewBoundMS: 12 * 3600000}, false},
+		{nil, []string{"--file", budget, "--config", config}, simulate.LeaseReport{LeaseMS: 40000, RenewEveryMS: 13333, RenewBoundMS: 20 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"--file", budget, "--config", config}, simulate.LeaseReport{LeaseMS: 45000, RenewEveryMS: 15000, RenewBoundMS: 20 * 3600000}, false},
+		{nil, []string{"crash-recovery", "--config", config}, simulate.LeaseReport{LeaseMS: 40000, RenewEveryMS: 13333, RenewBoundMS: 20 * 3600000}, false},
+		{nil, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 50000, RenewEveryMS: 16666, RenewBoundMS: 12 * 3600000}, true},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 45000, RenewEveryMS: 15000, RenewBoundMS: 12 * 3600000}, true},
+		{nil, []string{"--file", budget}, simulate.LeaseReport{LeaseMS: 50000, RenewEveryMS: 16666, RenewBoundMS: 12 * 3600000}, true},
+		{nil, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 20000, RenewBoundMS: 12 * 3600000}, false},
+		// Explicit numbers describe the incident.
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s", "LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"--file", ownCap}, simulate.LeaseReport{LeaseMS: 50000, RenewEveryMS: 5000, RenewBoundMS: 12 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s", "LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"--file", fixed}, simulate.LeaseReport{LeaseMS: 30000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "5s", "LOCKCTL_POLICY_RENEW_EVERY": "1s"}, []string{"renewal-loss"}, simulate.LeaseReport{LeaseMS: 10000, RenewEveryMS: 5000}, false},
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "5s", "LOCKCTL_POLICY_RENEW_EVERY": "1s"}, []string{"stale-writer"}, simulate.LeaseReport{LeaseMS: 30000}, false},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Chdir(dir)
+			if tc.proj {
+				t.Chdir(filepath.Join(dir, "proj"))
+			}
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			out, errOut, code := execute(t, append([]string{"simulate", "-o", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("%v %v: exit %d: %s", tc.env, tc.args, code, errOut)
+			}
+			var res simulate.Result
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatal(err)
+			}
+			got := simulate.LeaseReport{LeaseMS: res.Lease.LeaseMS, RenewEveryMS: res.Lease.RenewEveryMS, RenewBoundMS: res.Lease.RenewBoundMS}
+			if got != tc.want {
+				t.Errorf("%v %v: lease %+v, want %+v", tc.env, tc.args, got, tc.want)
+			}
+		})
+	}
+	// The take-over of crash-recovery waits one configured lease.
+	t.Setenv("LOCKCTL_POLICY_LEASE_CAP", "45s")
+	out, _, _ := execute(t, "simulate", "crash-recovery")
+	if !strings.Contains(out, "take-over came 35s after A crashed: its key lived up to one lease (45s)") {
+		t.Errorf("crash-recovery under a 45s cap:\n%s", out)
 	}
 }

@@ -13,12 +13,15 @@ import (
 // --pause, --renew-every, --fence-source, --check and --checkpoints flags).
 // Zero values keep the scenario's own.
 type Overrides struct {
-	Budget      time.Duration
-	Mode        lockcore.Mode
-	Lease       time.Duration
-	RenewEvery  time.Duration
-	LeaseCap    time.Duration
-	RenewBound  time.Duration
+	Budget     time.Duration
+	Mode       lockcore.Mode
+	Lease      time.Duration
+	RenewEvery time.Duration
+	// Policy is the configured lease policy (zero: lockcore's defaults). A
+	// lease derived from a budget takes its lease cap, renewal bound and
+	// renewal interval where the scenario does not set them (withPolicy);
+	// an explicit lease keeps the scenario's numbers.
+	Policy      lockcore.Policy
 	Pause       time.Duration
 	FenceSource string
 	Check       string
@@ -210,7 +213,8 @@ func Builtin(name string, g Guards, o Overrides) (Scenario, error) {
 }
 
 // policy applies the lease overrides: --lease makes a fixed lease, --budget
-// a policy lease; --renew-every, --lease-cap and --renew-bound adjust either.
+// (or --mode) a policy lease, which takes the configured policy's lease cap,
+// renewal bound and renewal interval; --renew-every adjusts either.
 func (o Overrides) policy(ps PolicySpec) PolicySpec {
 	switch {
 	case o.Budget > 0:
@@ -225,19 +229,36 @@ func (o Overrides) policy(ps PolicySpec) PolicySpec {
 	if o.RenewEvery > 0 {
 		ps.RenewEvery = o.RenewEvery
 	}
-	if o.LeaseCap > 0 {
-		ps.LeaseCap = o.LeaseCap
+	return ps.withPolicy(o.Policy)
+}
+
+// withPolicy fills a budget-derived lease's lease cap, renewal bound and
+// renewal interval from pol where ps does not set them: a team's configured
+// policy decides what a budget gets (as in lockctl lease). An explicit lease
+// keeps its own numbers: they describe the incident.
+func (ps PolicySpec) withPolicy(pol lockcore.Policy) PolicySpec {
+	if ps.Budget <= 0 {
+		return ps
 	}
-	if o.RenewBound > 0 {
-		ps.RenewBound = o.RenewBound
+	if ps.LeaseCap == 0 {
+		ps.LeaseCap = pol.LeaseCap
+	}
+	if ps.RenewBound == 0 {
+		ps.RenewBound = pol.RenewBound
+	}
+	if ps.RenewEvery == 0 {
+		ps.RenewEvery = pol.RenewEvery
 	}
 	return ps
 }
 
 // Apply sets the non-lease overrides on a scenario: --pause sets the length
-// of its first pause; fence source, check, checkpoints and fence start. It
-// returns an error naming a bad value.
+// of its first pause; fence source, check, checkpoints and fence start; and
+// a budget-derived lease takes o.Policy where the scenario sets no lease cap,
+// renewal bound or renewal interval (withPolicy). It returns an error naming
+// a bad value.
 func (sc *Scenario) Apply(o Overrides) error {
+	sc.Policy = sc.Policy.withPolicy(o.Policy)
 	if o.Pause > 0 {
 		i := slices.IndexFunc(sc.Steps, func(s Step) bool { return s.Do == ActPause })
 		if i < 0 {

@@ -61,6 +61,11 @@ allowance Redlock clients use), and warnings. Never touches Redis.`,
 			if opts.Modes, err = parseModeSet(mode); err != nil {
 				return err
 			}
+			if len(opts.Modes) == 1 && opts.Modes[0] == lockcore.ModeOrdinary {
+				if err := renewFlagsUnused(cmd); err != nil {
+					return err
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -88,6 +93,18 @@ func parseBudgets(raw []string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// renewFlagsUnused refuses (exit 2) --renew-every and --renew-bound given
+// with --mode ordinary: an ordinary lease is the budget, fixed, never
+// renewed, so they would be ignored without a word.
+func renewFlagsUnused(cmd *cobra.Command) error {
+	for _, name := range []string{"renew-every", "renew-bound"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return usageErrorf("--%s applies to renewed leases (--mode trusted); an ordinary lease is the budget, fixed, never renewed", name)
+		}
+	}
+	return nil
 }
 
 func parseModeSet(s string) ([]lockcore.Mode, error) {

@@ -264,6 +264,11 @@ func leaseSetting(f *Factory, budget, mode string) (lockcore.Lease, error) {
 	if err != nil {
 		return lockcore.Lease{}, usageErrorf("%v", err)
 	}
+	if m == lockcore.ModeOrdinary {
+		if err := renewFlagsUnused(f.cmd); err != nil {
+			return lockcore.Lease{}, err
+		}
+	}
 	p, err := f.policySetting()
 	if err != nil {
 		return lockcore.Lease{}, err

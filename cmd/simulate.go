@@ -329,6 +329,11 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 			return o, usageErrorf("%v", err)
 		}
 		o.Mode = m
+		if m == lockcore.ModeOrdinary {
+			if err := renewFlagsUnused(f.cmd); err != nil {
+				return o, err
+			}
+		}
 	}
 	// Every budget-derived lease follows the configured policy, as lease's
 	// and checklist's do (it took it only with --budget).

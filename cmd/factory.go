@@ -117,6 +117,9 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C; a deadline is a Redis timeout
 			return nil, ctx.Err()
 		}
+		if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the server
+			return nil, usageErrorf("redis %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", shown, opt.DB)
+		}
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
 	_, cluster := client.(*redis.ClusterClient)

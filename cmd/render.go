@@ -222,8 +222,14 @@ func clearStyle(n *yaml.Node) {
 	}
 }
 
-// needsQuotes reports strings that would read back as another type in YAML.
+// needsQuotes reports strings that would read back as another type in YAML:
+// in YAML 1.2, or as a YAML 1.1 boolean (yes, on, n, ...: PyYAML reads a
+// key named "on" as True).
 func needsQuotes(s string) bool {
+	switch strings.ToLower(s) {
+	case "y", "yes", "n", "no", "on", "off":
+		return true
+	}
 	var v any
 	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
 		return true

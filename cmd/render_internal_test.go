@@ -174,3 +174,17 @@ func TestDataTextEscapes(t *testing.T) {
 		t.Errorf("inspect row %q", rows[0])
 	}
 }
+
+// YAML output quotes the strings a YAML 1.1 reader takes for booleans (a key
+// named "on" came back as True from PyYAML), and those YAML 1.2 reads as
+// another type; other strings stay plain.
+func TestYAMLQuotesOldBooleans(t *testing.T) {
+	var sb strings.Builder
+	if err := writeYAML(&sb, map[string]string{"a": "on", "b": "Yes", "c": "n", "d": "OFF", "e": "true", "f": "12", "g": "lock:on"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "a: \"on\"\nb: \"Yes\"\nc: \"n\"\nd: \"OFF\"\ne: \"true\"\nf: \"12\"\ng: lock:on\n"
+	if sb.String() != want {
+		t.Errorf("yaml:\n%s\nwant:\n%s", sb.String(), want)
+	}
+}

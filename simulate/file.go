@@ -169,9 +169,16 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 				sc.Guards = sc.Guards.With(v.Content[j].Value, v.Content[j+1].Value == "true")
 			}
 		case "fence_start":
+			// The schema made it a whole number of at least 1, which YAML
+			// may write as 0x10 or 1e3; in decimal digits, only one over
+			// 2^63-1 fails here, and it is over MaxFenceStart too.
 			sc.FenceStart, err = strconv.ParseInt(v.Value, 10, 64)
-			if err != nil {
-				err = &FileError{Line: v.Line, Field: "fence_start", Msg: fmt.Sprintf("%q is not a whole number", v.Value)}
+			switch {
+			case err == nil:
+			case strings.Trim(v.Value, "+0123456789") == "":
+				err = &FileError{Line: v.Line, Field: "fence_start", Msg: fenceStartError(v.Value).Error()}
+			default:
+				err = &FileError{Line: v.Line, Field: "fence_start", Msg: fmt.Sprintf("%q: write it in decimal digits, e.g. 17", v.Value)}
 			}
 		case "fence_source":
 			sc.FenceSource = v.Value

@@ -15,6 +15,7 @@ package simulate
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
@@ -256,10 +257,15 @@ func (sc *Scenario) checkHorizon() error {
 	return nil
 }
 
+// fenceStartError refuses fence_start v (decimal digits), over MaxFenceStart.
+func fenceStartError(v string) error {
+	return fmt.Errorf("%s is over 2^52 (%d): the lock scripts count in Lua numbers, exact only to 2^53", v, int64(MaxFenceStart))
+}
+
 // checkFenceStart refuses a fence_start over MaxFenceStart.
 func (sc *Scenario) checkFenceStart() error {
 	if sc.FenceStart > MaxFenceStart {
-		return fmt.Errorf("%d is over 2^52 (%d): the lock scripts count in Lua numbers, exact only to 2^53", sc.FenceStart, int64(MaxFenceStart))
+		return fenceStartError(strconv.FormatInt(sc.FenceStart, 10))
 	}
 	return nil
 }

@@ -191,10 +191,21 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 			d, err = duration(v, "replication_lag", true)
 			sc.ReplicationLagMS = ms(d)
 		case "events":
+			last := map[string]Step{} // each actor's last program step so far
 			for j, ev := range v.Content {
 				st, err := decodeStep(ev, j)
 				if err != nil {
 					return sc, err
+				}
+				// An actor's program runs in file order and in time: one
+				// listed after a later step of its own would be run first,
+				// silently.
+				if prev, ok := last[st.Actor]; ok && !st.Do.fault() && st.AtMS < prev.AtMS {
+					return sc, &FileError{Line: ev.Line, Field: fmt.Sprintf("events[%d].at", j), Msg: fmt.Sprintf("%s's %s at %s is listed after its %s at %s; list each actor's steps in time order",
+						st.Actor, st.Do, fmtMS(st.AtMS), prev.Do, fmtMS(prev.AtMS))}
+				}
+				if !st.Do.fault() {
+					last[st.Actor] = st
 				}
 				sc.Steps = append(sc.Steps, st)
 			}

@@ -315,6 +315,21 @@ func TestSARIFSchema(t *testing.T) {
 	}
 }
 
+// A spec path is a URI reference in SARIF: percent-encoded, and a colon in
+// its first segment is not taken for a scheme.
+func TestSpecURI(t *testing.T) {
+	for path, want := range map[string]string{
+		"tasks/order-import.yaml": "tasks/order-import.yaml",
+		"w eird/p,a:y%.yaml":      "w%20eird/p,a:y%25.yaml",
+		"a:b.yaml":                "./a:b.yaml",
+		"/abs/x#1.yaml":           "/abs/x%231.yaml",
+	} {
+		if got := specURI(path); got != want {
+			t.Errorf("specURI(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
 func TestGitHubEscapes(t *testing.T) {
 	if got := ghProperty("a,b:c%\n"); got != "a%2Cb%3Ac%25%0A" {
 		t.Errorf("ghProperty = %q", got)

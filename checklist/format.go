@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
 )
@@ -279,7 +280,7 @@ func (r *Report) SARIF(toolVersion string) ([]byte, error) {
 				RuleID: it.ID, RuleIndex: index[it.ID], Level: level,
 				Message: sarifMessage{fmt.Sprintf("%s: %s", t.Task, it.Reason)},
 				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
-					ArtifactLocation: sarifArtifact{URI: filepath.ToSlash(t.Spec)},
+					ArtifactLocation: sarifArtifact{URI: specURI(t.Spec)},
 					Region:           sarifRegion{StartLine: it.Line},
 				}}},
 			})
@@ -297,6 +298,13 @@ func (r *Report) SARIF(toolVersion string) ([]byte, error) {
 
 // ruleName turns "lock_key.owner-token" into "LockKeyOwnerToken" (SARIF
 // rule names are identifiers).
+// specURI is a spec path as a SARIF artifactLocation.uri: a relative (or
+// absolute) URI reference, slash-separated and percent-encoded ("tasks/a
+// b.yaml" → "tasks/a%20b.yaml"; a colon in the first segment gets "./").
+func specURI(path string) string {
+	return (&url.URL{Path: filepath.ToSlash(path)}).String()
+}
+
 func ruleName(id string) string {
 	var b strings.Builder
 	upper := true

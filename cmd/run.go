@@ -35,8 +35,11 @@ type RunOptions struct {
 	Backoff lockcore.Backoff
 	// Grace is the time between SIGTERM and SIGKILL, after ClampGrace.
 	Grace time.Duration
-	// GraceClamped says the --grace asked for did not fit the lease.
+	// GraceClamped says the --grace asked for did not fit the lease;
+	// GraceNote is the stderr line saying so, written once the other
+	// settings are known good (in a dry run, or once Redis answers).
 	GraceClamped bool
+	GraceNote    string
 	// Command is the child's argv (already wrapped in sh -c with --shell).
 	Command []string
 	DryRun  bool
@@ -172,7 +175,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 				if !cmd.Flags().Changed("grace") {
 					which = "the default --grace"
 				}
-				fmt.Fprintf(f.IO.ErrOut, "lockctl: %s %s does not fit the %s lease: lowered to %s so the SIGKILL lands before the lease could pass to another holder\n",
+				opts.GraceNote = fmt.Sprintf("lockctl: %s %s does not fit the %s lease: lowered to %s so the SIGKILL lands before the lease could pass to another holder\n",
 					which, lockcore.FormatDuration(g), lockcore.FormatDuration(opts.Lease.Lease), lockcore.FormatDuration(opts.Grace))
 			}
 			opts.Command = command
@@ -362,8 +365,17 @@ func runPlanRows(p RunPlan) ([]string, [][]string) {
 	}
 }
 
+// graceNote writes GraceNote, if any: not even an empty write, which
+// stops a background lockctl under stty tostop (SIGTTOU).
+func (opts *RunOptions) graceNote() {
+	if opts.GraceNote != "" {
+		fmt.Fprint(opts.IO.ErrOut, opts.GraceNote)
+	}
+}
+
 func runRun(ctx context.Context, opts *RunOptions) error {
 	if opts.DryRun {
+		opts.graceNote()
 		p := opts.plan()
 		return opts.Printer.Print(p, func(t *TableView) {
 			t.Line("dry run: nothing is written to Redis and the command is not started")
@@ -396,6 +408,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			return err
 		}
 	}
+	opts.graceNote()
 	lock, err := lockcore.NewLocker(conn.Client).AcquireWait(ctx, opts.Keys, opts.Lease.Lease, opts.Wait, opts.Backoff)
 	var held *lockcore.HeldError
 	var badFence *lockcore.FenceCounterError

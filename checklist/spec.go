@@ -186,34 +186,30 @@ func durationError(v any) error {
 func specErrors(file string, probs yamlschema.Problems) SpecErrors {
 	errs := make(SpecErrors, 0, len(probs))
 	for _, p := range probs {
-		at, msg := label(p, p.Path), ""
-		switch p.Keyword {
-		case "size": // Parse puts it on the top-level field
-			msg = fmt.Sprintf("the spec expands to more than %d values or %d levels (YAML aliases?)", specLimits.MaxValues, specLimits.MaxDepth)
-		case "key":
-			msg = "a key must be a plain name (a merge key takes mappings)"
-		case "documents":
-			msg = "a second YAML document (---); a file holds one task spec"
-		case "duplicate":
-			msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
-		case "additionalProperties":
-			parent := p.Path[:len(p.Path)-1]
-			msg = fmt.Sprintf("unknown field; accepted in %s: %s", label(p, parent), strings.Join(specSchema.Properties(parent), ", "))
-		case "required":
-			for _, name := range p.Names {
-				errs = append(errs, SpecError{file, p.Line, fmt.Sprintf("%s: required field missing", label(p, append(p.Path, name)))})
+		// "size": Parse puts it on the top-level field.
+		at := label(p, p.Path)
+		msg, parsed := p.ParseMessage("task spec", specLimits)
+		if !parsed {
+			switch p.Keyword {
+			case "additionalProperties":
+				parent := p.Path[:len(p.Path)-1]
+				msg = fmt.Sprintf("unknown field; accepted in %s: %s", label(p, parent), strings.Join(specSchema.Properties(parent), ", "))
+			case "required":
+				for _, name := range p.Names {
+					errs = append(errs, SpecError{file, p.Line, fmt.Sprintf("%s: required field missing", label(p, append(p.Path, name)))})
+				}
+				continue
+			case "enum":
+				msg = fmt.Sprintf("%s is not one of %v", display(p.Value), p.Params["expected"])
+			case "type":
+				msg = fmt.Sprintf("got %s; want %s", p.Got(), p.Want())
+			case "minLength":
+				msg = "must not be empty"
+			case "format":
+				msg = fmt.Sprint(durationError(p.Value))
+			default:
+				msg = p.Message
 			}
-			continue
-		case "enum":
-			msg = fmt.Sprintf("%s is not one of %v", display(p.Value), p.Params["expected"])
-		case "type":
-			msg = fmt.Sprintf("got %s; want %s", p.Got(), p.Want())
-		case "minLength":
-			msg = "must not be empty"
-		case "format":
-			msg = fmt.Sprint(durationError(p.Value))
-		default:
-			msg = p.Message
 		}
 		errs = append(errs, SpecError{file, p.Line, at + ": " + msg})
 	}

@@ -198,17 +198,11 @@ func parseConfigFile(path string, data []byte) (map[string]int, error) {
 		return nil, usageErrorf("%s:%d: %s", path, syn.Line, syn.Msg)
 	case errors.As(err, &probs):
 		p := probs[0]
-		msg := ""
-		switch p.Keyword {
-		case "size":
-			msg = fmt.Sprintf("the config file expands to more than %d values or %d levels (YAML aliases?)", configLimits.MaxValues, configLimits.MaxDepth)
-		case "key":
-			msg = "a key must be a plain name (a merge key takes mappings)"
-		case "documents":
-			msg = "a second YAML document (---); a config file holds one"
-		case "duplicate":
+		msg, ok := p.ParseMessage("configuration", configLimits)
+		switch {
+		case p.Keyword == "duplicate": // a config file has keys, not fields
 			msg = fmt.Sprintf("%s: duplicate key (first on line %v)", p.Field(), p.Params["first"])
-		default:
+		case !ok: // Parse checks no schema: not reached
 			msg = fmt.Sprintf("%s: %s", p.Field(), p.Keyword)
 		}
 		return nil, usageErrorf("%s:%d: %s", path, p.Line, msg)

@@ -90,15 +90,11 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 			text = strconv.Quote(n.Value)
 		}
 	}
+	if msg, ok := p.ParseMessage("scenario", fileLimits); ok { // "size": Parse puts it on the top-level field
+		fe.Msg = msg
+		return fe
+	}
 	switch p.Keyword {
-	case "size": // Parse puts it on the top-level field
-		fe.Msg = fmt.Sprintf("the file expands to more than %d values or %d levels (YAML aliases?)", fileLimits.MaxValues, fileLimits.MaxDepth)
-	case "key":
-		fe.Msg = "a key must be a plain name (a merge key takes mappings)"
-	case "documents":
-		fe.Msg = "a second YAML document (---); a file holds one scenario"
-	case "duplicate":
-		fe.Msg = fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"])
 	case "additionalProperties":
 		fe.Msg = "unknown field; accepted: " + strings.Join(fileSchema.Properties(p.Path[:len(p.Path)-1]), ", ")
 	case "minItems":

@@ -96,6 +96,25 @@ type Problem struct {
 // Field is the problem's path as a field name: "events[2].for".
 func (p Problem) Field() string { return p.ix.name(p.Path) }
 
+// ParseMessage words a problem Parse itself found, for a file that holds
+// one (e.g. "task spec") under limits l: aliases past the limits ("size"),
+// a key that is no plain name ("key"), a second document ("documents") or
+// a repeated key ("duplicate"). ok is false for any other (schema)
+// problem, which the caller words.
+func (p Problem) ParseMessage(one string, l Limits) (msg string, ok bool) {
+	switch p.Keyword {
+	case "size":
+		return fmt.Sprintf("the file expands to more than %d values or %d levels (YAML aliases?)", l.MaxValues, l.MaxDepth), true
+	case "key":
+		return "a key must be a plain name (a merge key takes mappings)", true
+	case "documents":
+		return "a second YAML document (---); a file holds one " + one, true
+	case "duplicate":
+		return fmt.Sprintf("duplicate field (first on line %v)", p.Params["first"]), true
+	}
+	return "", false
+}
+
 // Name is q, a path in the same document, as a field name.
 func (p Problem) Name(q Path) string { return p.ix.name(q) }
 

@@ -60,5 +60,6 @@ func docsRun(opts *DocsOptions) error {
 	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
 		date = time.Unix(s, 0).UTC()
 	}
-	return doc.GenManTree(opts.Root, &doc.GenManHeader{Title: "LOCKCTL", Section: "1", Source: "lockctl " + version, Date: &date}, opts.Dir)
+	// No Title: each page gets its command's (LOCKCTL-RUN(1)), not LOCKCTL(1) on all.
+	return doc.GenManTree(opts.Root, &doc.GenManHeader{Section: "1", Source: "lockctl " + version, Date: &date}, opts.Dir)
 }

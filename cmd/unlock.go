@@ -47,7 +47,8 @@ type UnlockOptions struct {
 
 // UnlockResult is the stable JSON shape of `lockctl unlock -o json`
 // (README.md). Owner and fence are parsed from a "<fence>:<owner>" value;
-// other values are shown raw in value with fence null.
+// other values are shown raw in value with owner "" and fence null. A key
+// that is not a string has its owner as inspect detects it ("" if none).
 type UnlockResult struct {
 	Key string `json:"key"`
 	// KeyHex is the key's bytes in hex when they are not UTF-8 (inspect.HexIfNotUTF8).
@@ -60,7 +61,7 @@ type UnlockResult struct {
 	// ValueHex is the value's bytes in hex when they are not UTF-8
 	// (inspect.HexIfNotUTF8); value then shows U+FFFD.
 	ValueHex string `json:"value_hex,omitempty"`
-	Owner    string `json:"owner,omitempty"`
+	Owner    string `json:"owner"`
 	Fence    *int64 `json:"fence"`
 	// PTTLMS is the remaining TTL in ms when read; -1 no expiry; null when absent.
 	PTTLMS *int64 `json:"pttl_ms"`

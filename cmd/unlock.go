@@ -175,7 +175,7 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
-	res, err := readLock(cctx, conn.Client, opts.Key)
+	res, err := readLock(cctx, conn.Client, opts.Key, opts.Force)
 	if err != nil {
 		return redisError(conn.URL, err)
 	}
@@ -241,8 +241,9 @@ func ownedBy(value, token string) bool {
 	return err == nil && owner == token
 }
 
-// readLock reads type, value and PTTL of key (read-only).
-func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockResult, error) {
+// readLock reads type, value and PTTL of key (read-only); with force, the
+// DUMP of a key that is not a string too (readOther).
+func readLock(ctx context.Context, c redis.UniversalClient, key string, force bool) (UnlockResult, error) {
 	res := UnlockResult{Key: key, KeyHex: inspect.HexIfNotUTF8(key)}
 	var err error
 	if res.Type, err = c.Type(ctx, key).Result(); err != nil {
@@ -261,7 +262,7 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockR
 	}
 	res.PTTLMS = &ms
 	if res.Type != "string" {
-		return readOther(ctx, c, res)
+		return readOther(ctx, c, res, force)
 	}
 	v, err := c.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) { // expired between the reads
@@ -279,8 +280,10 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string) (UnlockR
 }
 
 // readOther completes res for a key that is not a string (a Redisson hash,
-// a stray list): its owner as inspect detects it, and its DUMP (read-only).
-func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult) (UnlockResult, error) {
+// a stray list): its owner as inspect detects it (a bounded read) and, with
+// dump, its DUMP for forceDelete; only --force needs that (a DUMP of a big
+// key is big, and an ACL may not allow it). Read-only.
+func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult, dump bool) (UnlockResult, error) {
 	locks, err := (&inspect.Reader{}).Read(ctx, c, []string{res.Key})
 	if err != nil {
 		return res, err
@@ -288,12 +291,15 @@ func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult) (
 	if l := locks[0]; l.Type == res.Type {
 		res.Owner = l.Owner
 	}
-	dump, err := c.Dump(ctx, res.Key).Result()
+	if !dump {
+		return res, nil
+	}
+	d, err := c.Dump(ctx, res.Key).Result()
 	if errors.Is(err, redis.Nil) { // expired between the reads
 		res.Type, res.PTTLMS, res.Owner = "none", nil, ""
 		return res, nil
 	}
-	res.dump = dump
+	res.dump = d
 	return res, err
 }
 

@@ -213,6 +213,28 @@ func TestUnlockForceOtherTypeChanged(t *testing.T) {
 	}
 }
 
+// --owner on a key that is not a string reads no DUMP (only --force needs
+// it): a user whose ACL denies DUMP gets not_owner, exit 1, not exit 3.
+func TestUnlockOwnerOtherTypeNoDump(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	key := "lock:OrderId:order-demo-005"
+	rdb.HSet(ctx, key, "8743c9c0-0795-4907-87fd-6c719a6b4586:1", 1)
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "nodump", "on", ">nodump-pw", "~*", "+@all", "-dump").Err(); err != nil {
+		t.Fatal(err)
+	}
+	u := newUnlock(t, srv, formatTable, key)
+	u.opts.Owner = "x"
+	u.opts.Redis = func(context.Context) (*RedisConn, error) {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, Username: "nodump", Password: "nodump-pw"})
+		return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
+	}
+	if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitCheckFailed || !strings.Contains(u.out.String(), "not_owner") {
+		t.Errorf("exit %d, stdout %q", code, u.out.String())
+	}
+}
+
 // Ctrl-C at the --force prompt cancels (exit 130 through execute), deleting
 // nothing; it is not read as a declined answer.
 func TestUnlockForceInterruptedAtPrompt(t *testing.T) {

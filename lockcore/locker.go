@@ -75,10 +75,11 @@ func (e *HeldError) Is(target error) bool { return target == ErrNotObtained }
 
 // UnsureAcquireError is returned by Acquire when its call failed after it
 // may have reached the server (a timeout, a dropped connection, ctx ended):
-// the script may have run and taken the lock for Owner. Acquire looked for
-// that lock at once: Released says it found and released it
-// (owner-checked); otherwise CheckErr is why it could not look, and the lock
-// may stay until its lease ends. It unwraps to the call's error.
+// the script may have run, or still be on its way, and take the lock for
+// Owner. Acquire looked for that lock at once: Released says it found and
+// released it (owner-checked). Otherwise the lock may still appear and stay
+// until its lease ends; CheckErr, if set, is why Acquire could not look. It
+// unwraps to the call's error.
 type UnsureAcquireError struct {
 	Key      string
 	Owner    string
@@ -92,8 +93,12 @@ func (e *UnsureAcquireError) Error() string {
 	if e.Released {
 		return fmt.Sprintf("%v (the acquire had run on the server: its lock, owner %s, was released)", e.Err, e.Owner)
 	}
-	return fmt.Sprintf("%v (the acquire may have run on the server: %q may be held by owner %s for up to %s; looking for it failed: %v)",
-		e.Err, e.Key, e.Owner, FormatDuration(e.Lease), e.CheckErr)
+	looked := "it was not there yet"
+	if e.CheckErr != nil {
+		looked = fmt.Sprintf("looking for it failed: %v", e.CheckErr)
+	}
+	return fmt.Sprintf("%v (the acquire may still run on the server and hold %q for owner %s for up to %s; %s; lockctl unlock --key %q --owner %s frees it)",
+		e.Err, e.Key, e.Owner, FormatDuration(e.Lease), looked, e.Key, e.Owner)
 }
 
 func (e *UnsureAcquireError) Unwrap() error { return e.Err }
@@ -104,30 +109,33 @@ const unsureCheckTimeout = time.Second
 
 // mayHaveRun reports whether a failed call may still have reached the
 // server: no reply came (a timeout, a broken connection, ctx ended), as
-// opposed to an error reply or a call never sent.
+// opposed to an error reply or a call never sent (a failed dial).
 func mayHaveRun(err error) bool {
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return false
+	}
 	var netErr net.Error
 	return errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // releaseUnsure looks for the lock an unsure acquire (err) may have taken
-// for owner and releases it. It returns err itself when there is none, else
-// an *UnsureAcquireError.
+// for owner and releases it; it returns an *UnsureAcquireError.
 func (lk *Locker) releaseUnsure(ctx context.Context, key, owner string, lease time.Duration, err error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsureCheckTimeout)
 	defer cancel()
 	e := &UnsureAcquireError{Key: key, Owner: owner, Lease: lease, Err: err}
 	v, getErr := lk.client.Get(ctx, key).Result()
 	if errors.Is(getErr, redis.Nil) {
-		return err
+		return e // not there (yet)
 	}
 	if getErr != nil {
 		e.CheckErr = getErr
 		return e
 	}
 	if _, o, perr := ParseValue(v); perr != nil || o != owner {
-		return err // another holder's, or none of ours
+		return e // another holder's: ours may still come after it
 	}
 	if relErr := lk.ReleaseValue(ctx, key, v); relErr != nil && !errors.Is(relErr, ErrNotHeld) {
 		e.CheckErr = relErr

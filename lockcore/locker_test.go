@@ -169,9 +169,10 @@ func TestOldHolderCannotTouchNewHolder(t *testing.T) {
 
 // lostReply is a go-redis hook that lets the acquire script run on the
 // (real) server and then drops its reply, as a read timeout or a broken
-// connection does, once; while get is set, GETs fail the same way.
+// connection does, once; while getFails is set, GETs fail the same way, and
+// while held is, the script fails so without running (still on its way).
 type lostReply struct {
-	dropped, getFails atomic.Bool
+	dropped, getFails, held atomic.Bool
 }
 
 var errLostReply = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
@@ -180,7 +181,7 @@ func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "get" && h.getFails.Load() {
+		if cmd.Name() == "get" && h.getFails.Load() || (cmd.Name() == "evalsha" || cmd.Name() == "eval") && h.held.Load() {
 			cmd.SetErr(errLostReply)
 			return errLostReply
 		}
@@ -228,11 +229,30 @@ func TestAcquireLostReply(t *testing.T) {
 	hook.getFails.Store(true)
 	_, err = lk.Acquire(ctx, keys, time.Minute)
 	if !errors.As(err, &unsure) || unsure.Released || unsure.CheckErr == nil ||
-		!strings.Contains(err.Error(), "may be held by owner "+unsure.Owner+" for up to 1m") {
+		!strings.Contains(err.Error(), "for owner "+unsure.Owner+" for up to 1m; looking for it failed") {
 		t.Fatalf("lost reply, failed look: %v", err)
 	}
 	if v := srv.Client(t).Get(ctx, keys.Lock).Val(); !strings.HasSuffix(v, ":"+unsure.Owner) {
 		t.Errorf("lock value %q, want the unsure acquire's", v)
+	}
+
+	// The call is still on its way when Acquire looks: nothing is found,
+	// and the error says the lock may yet appear, and how to free it.
+	srv.Client(t).Del(ctx, keys.Lock)
+	hook.getFails.Store(false)
+	hook.held.Store(true)
+	_, err = lk.Acquire(ctx, keys, time.Minute)
+	if !errors.As(err, &unsure) || unsure.Released || unsure.CheckErr != nil ||
+		!strings.Contains(err.Error(), "it was not there yet; lockctl unlock --key \""+keys.Lock+"\" --owner "+unsure.Owner+" frees it") {
+		t.Fatalf("lost reply, lock not there yet: %v", err)
+	}
+	hook.held.Store(false)
+
+	// A failed dial never sent the call: no lock to look for.
+	closed := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = closed.Close() })
+	if _, err := NewLocker(closed).Acquire(ctx, keys, time.Minute); err == nil || errors.As(err, &unsure) {
+		t.Errorf("a failed dial taken for a lost reply: %v", err)
 	}
 
 	// An error reply is no lost reply: nothing is looked for.

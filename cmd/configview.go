@@ -62,8 +62,9 @@ variable counts as unset.
 
 Every setting is shown, even one the commands would refuse (a duration
 without a unit, an output format no command has, a key template without
-{value}): each such setting gets a line on stderr saying why, in the words
-the commands use, and config view then exits 2.`,
+{value}, connection settings that do not parse): each such setting gets a
+line on stderr saying why, in the words the commands use, and config view
+then exits 2.`,
 		Example: `  lockctl config view
   LOCKCTL_POLICY_LEASE_CAP=45s lockctl config view -o json
   lockctl --config team.yaml --redis redis://cache:6379/2 config view`,
@@ -121,8 +122,9 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 }
 
 // settingProblems checks the values the commands parse when they use them
-// (durations, the output format, key templates) and returns, by key, the
-// error a command would give; viper keeps them as text until then.
+// (durations, the output format, key templates, the connection settings)
+// and returns, by key, the error a command would give; viper keeps them as
+// text until then.
 func (f *Factory) settingProblems() map[string]string {
 	out := map[string]string{}
 	for _, d := range []struct{ key, flag string }{
@@ -137,6 +139,11 @@ func (f *Factory) settingProblems() map[string]string {
 	}
 	if o := f.Config.GetString(keyOutput); !slices.Contains(allFormats, o) {
 		out[keyOutput] = fmt.Sprintf("%s %q is no command's output format; accepted: %s", f.settingName(keyOutput, "output"), o, strings.Join(allFormats, ", "))
+	}
+	// The connection settings as a whole (URL, Sentinel, TLS files), as
+	// every command that connects checks them: shown on redis.url.
+	if _, _, _, err := f.redisSettings(); err != nil && out[keyRedisTimeout] == "" {
+		out[keyRedisURL] = err.Error()
 	}
 	field, key, fence := f.Config.GetString(keyLockField), f.Config.GetString(keyKeyTemplate), f.Config.GetString(keyFenceTemplate)
 	if _, err := lockcore.NewKeySpec(field, key, "", false); err != nil {

@@ -85,18 +85,15 @@ type RedisConn struct {
 // Close closes the client.
 func (c *RedisConn) Close() error { return c.Client.Close() }
 
-// Redis connects to the configured deployment and checks it answers PING:
-// a standalone server, a Sentinel-managed primary (--sentinel and
-// --master-name, or a redis+sentinel:// URL) or a cluster (--cluster or a
-// redis+cluster:// URL), over TLS for rediss URLs (README.md, "Connecting to
-// Redis"). The password comes from the URL, else redis.password
-// (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH. Bad settings are exit 2,
-// connection failures exit 3; every message shows only the redacted URL and
-// has every known password scrubbed.
-func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
+// redisSettings checks the connection settings without connecting: the
+// settings, the client options they give and the redacted name of the
+// server, or the exit-2 error a command would give (passwords scrubbed).
+// Redis uses it; so do run --dry-run and config view, which connect to
+// nothing.
+func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string, error) {
 	s, err := f.connSettings()
 	if err != nil {
-		return nil, err
+		return s, nil, "", err
 	}
 	// Registered before parsing: a URL that does not parse is quoted in errors.
 	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
@@ -107,7 +104,23 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 	}
 	opt, err := redisOptions(s)
 	if err != nil {
-		return nil, usageErrorf("%s", f.scrub(err.Error()))
+		return s, nil, "", usageErrorf("%s", f.scrub(err.Error()))
+	}
+	return s, opt, shown, nil
+}
+
+// Redis connects to the configured deployment and checks it answers PING:
+// a standalone server, a Sentinel-managed primary (--sentinel and
+// --master-name, or a redis+sentinel:// URL) or a cluster (--cluster or a
+// redis+cluster:// URL), over TLS for rediss URLs (README.md, "Connecting to
+// Redis"). The password comes from the URL, else redis.password
+// (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH. Bad settings are exit 2,
+// connection failures exit 3; every message shows only the redacted URL and
+// has every known password scrubbed.
+func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
+	s, opt, shown, err := f.redisSettings()
+	if err != nil {
+		return nil, err
 	}
 	client := redis.NewUniversalClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, s.Timeout)

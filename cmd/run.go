@@ -156,6 +156,11 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			if opts.Keys, err = opts.KeysFor(false); err != nil {
 				return err
 			}
+			if dryRun { // it connects to nothing, but refuses what the run would
+				if _, _, _, err := f.redisSettings(); err != nil {
+					return err
+				}
+			}
 			if opts.Lease, err = leaseSetting(f, budget, mode); err != nil {
 				return err
 			}

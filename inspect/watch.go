@@ -176,10 +176,14 @@ func (d *Differ) Next(cur Sample) []Event {
 		} else {
 			out = append(out, d.event(EventReleased, cur, prev, "released by %s with %s left", who(*prev), ttl(max(0, expected.Milliseconds()))))
 		}
-	case prev.Owner != cur.Owner:
+	case prev.Owner != cur.Owner || prev.Type != cur.Type: // a hash replaced by a list has no owner either
 		d.newOwner(cur)
 		out = append(out, d.event(EventTakeover, cur, prev, "%s took over from %s with no gap seen", who(cur), who(*prev)))
-	case prev.PTTLMS < 0 || cur.PTTLMS < 0: // no TTL to compare
+	case prev.PTTLMS >= 0 && cur.PTTLMS == -1:
+		out = append(out, d.event(EventRenewed, cur, prev, "expiry removed (PERSIST): the key never expires now"))
+	case prev.PTTLMS == -1 && cur.PTTLMS >= 0:
+		out = append(out, d.event(EventTTLJump, cur, prev, "expiry set where there was none: %s left", ttl(cur.PTTLMS)))
+	case prev.PTTLMS < 0 || cur.PTTLMS < 0: // no TTL on either side
 	case exact && cur.ExpireAtMS < prev.ExpireAtMS:
 		// The server's absolute expiry moved: a PEXPIRE (or SET) reached
 		// the key, whatever the replies' delays. Equal expiries are no

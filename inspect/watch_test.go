@@ -69,6 +69,13 @@ func TestDerive(t *testing.T) {
 		// than time passed is its clock stepping forward.
 		{"same expiry, TTL up: no renewal", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(held(1000, "A", 31000), 30000)}, inspect.WatchOptions{}, "HELD"},
 		{"same expiry, TTL down: clock jump", []inspect.Sample{expiring(held(0, "A", 30000), 30000), expiring(held(100, "A", 10000), 30000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		// PERSIST is a renewal for ever; an expiry where there was none a
+		// cut from infinity. A list that replaces a hash (no owner token in
+		// either) is a takeover.
+		{"persist", []inspect.Sample{held(0, "A", 30000), held(100, "A", -1)}, inspect.WatchOptions{}, "HELD RENEWED"},
+		{"expiry set", []inspect.Sample{held(0, "A", -1), held(100, "A", 30000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
+		{"no expiry on either side", []inspect.Sample{held(0, "A", -1), held(100, "A", -1)}, inspect.WatchOptions{}, "HELD"},
+		{"type changed", []inspect.Sample{{At: at(0), Key: "k", Exists: true, Type: "hash", PTTLMS: -1}, {At: at(100), Key: "k", Exists: true, Type: "list", PTTLMS: -1}}, inspect.WatchOptions{}, "HELD TAKEOVER"},
 		{"jitter is not a jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29870)}, inspect.WatchOptions{}, "HELD"},
 		{"fence backwards", []inspect.Sample{fenced(held(0, "A", 30000), 18), gone(100), fenced(held(200, "B", 30000), 17)}, inspect.WatchOptions{}, "HELD RELEASED FENCE_BACKWARDS ACQUIRED"},
 		// shared/cases.md 5: a Redisson watchdog renews 30000 → 25000 → 28000

@@ -125,14 +125,15 @@ Redis cannot be reached. Never writes to Redis.`,
 	return cmd
 }
 
-// expandSpecs expands globs (a pattern matching nothing is an error) and
-// drops repeats, keeping the order given.
+// expandSpecs expands globs (a pattern matching nothing is an error; a
+// file of that very name is taken as it is) and drops repeats, keeping the
+// order given.
 func expandSpecs(raw []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, s := range raw {
 		paths := []string{s}
-		if strings.ContainsAny(s, "*?[") {
+		if _, err := os.Stat(s); err != nil && strings.ContainsAny(s, "*?[") {
 			m, err := filepath.Glob(s)
 			if err != nil {
 				return nil, usageErrorf("--spec %q is not a valid glob: %v", s, err)

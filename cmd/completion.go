@@ -56,7 +56,7 @@ func (f *Factory) completeLockValues(cmd *cobra.Command, _ []string, toComplete 
 	if os.Getenv(keyCompletionEnv) != "1" || f.load(cmd) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ks, err := keySpecSetting(f.Config, false)
+	ks, err := f.keySpecSetting(false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -423,12 +423,34 @@ func (f *Factory) policySetting() (lockcore.Policy, error) {
 
 // keySpecSetting returns the key templates from lock.field, lock.key_template
 // and lock.fence_template.
-func keySpecSetting(v *viper.Viper, cluster bool) (*lockcore.KeySpec, error) {
+func (f *Factory) keySpecSetting(cluster bool) (*lockcore.KeySpec, error) {
+	v := f.Config
 	ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), v.GetString(keyKeyTemplate), v.GetString(keyFenceTemplate), cluster)
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, f.templateError(err, v.GetString(keyKeyTemplate), cluster)
 	}
 	return ks, nil
+}
+
+// templateError is err, a lockcore.NewKeySpec error, as an exit-2 error
+// that names where the template at fault came from when that is the config
+// file or a variable (settingName). templateFault says which it is.
+func (f *Factory) templateError(err error, keyTemplate string, cluster bool) error {
+	key, flag := f.templateFault(keyTemplate, cluster)
+	if src := settingSource(f.cmd, f.Config, f.ConfigPath, key); src == "env" || src == "file" {
+		return usageErrorf("%s: %v", f.settingName(key, flag), err)
+	}
+	return usageErrorf("%v", err)
+}
+
+// templateFault is the config key and flag of the template a failed
+// lockcore.NewKeySpec is about: the key template if it fails with the
+// default fence template, else the fence template.
+func (f *Factory) templateFault(keyTemplate string, cluster bool) (key, flag string) {
+	if _, err := lockcore.NewKeySpec(f.Config.GetString(keyLockField), keyTemplate, "", cluster); err != nil {
+		return keyKeyTemplate, "key-template"
+	}
+	return keyFenceTemplate, "fence-template"
 }
 
 // keysFor builds the lock and fence keys of one business value (what names

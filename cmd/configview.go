@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 )
 
@@ -145,11 +144,9 @@ func (f *Factory) settingProblems() map[string]string {
 	if _, _, _, err := f.redisSettings(); err != nil && out[keyRedisTimeout] == "" {
 		out[keyRedisURL] = err.Error()
 	}
-	field, key, fence := f.Config.GetString(keyLockField), f.Config.GetString(keyKeyTemplate), f.Config.GetString(keyFenceTemplate)
-	if _, err := lockcore.NewKeySpec(field, key, "", false); err != nil {
-		out[keyKeyTemplate] = fmt.Sprintf("%s: %v", f.settingName(keyKeyTemplate, "key-template"), err)
-	} else if _, err := lockcore.NewKeySpec(field, key, fence, false); err != nil {
-		out[keyFenceTemplate] = fmt.Sprintf("%s: %v", f.settingName(keyFenceTemplate, "fence-template"), err)
+	if _, err := f.keySpecSetting(false); err != nil {
+		key, _ := f.templateFault(f.Config.GetString(keyKeyTemplate), false)
+		out[key] = err.Error()
 	}
 	return out
 }

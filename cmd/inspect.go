@@ -18,7 +18,6 @@ import (
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 )
 
 const formatJSONL = "jsonl"
@@ -113,7 +112,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if opts.ExpectOwner, err = parseOwner(owner); err != nil {
 				return err
 			}
-			if opts.KeySpec, opts.FenceFor, err = lockKeySettings(f.Config); err != nil {
+			if opts.KeySpec, opts.FenceFor, err = f.lockKeySettings(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -212,12 +211,11 @@ func parseOwner(s string) ([]byte, error) {
 // lockKeySettings checks the lock.* templates now (a bad one is exit 2
 // before connecting) and returns how to build keys once the connection says
 // whether it is a cluster, and the fence key of a key met without its value.
-func lockKeySettings(v *viper.Viper) (func(cluster bool) (*lockcore.KeySpec, error), func(string) string, error) {
-	if _, err := keySpecSetting(v, false); err != nil {
+func (f *Factory) lockKeySettings() (func(cluster bool) (*lockcore.KeySpec, error), func(string) string, error) {
+	if _, err := f.keySpecSetting(false); err != nil {
 		return nil, nil, err
 	}
-	spec := func(cluster bool) (*lockcore.KeySpec, error) { return keySpecSetting(v, cluster) }
-	return spec, fenceFor(v.GetString(keyLockField), v.GetString(keyFenceTemplate)), nil
+	return f.keySpecSetting, fenceFor(f.Config.GetString(keyLockField), f.Config.GetString(keyFenceTemplate)), nil
 }
 
 // fenceFor returns the fence counter key of a lock key met without its

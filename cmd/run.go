@@ -15,7 +15,6 @@ import (
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 )
 
 // RunOptions are the inputs of `lockctl run`.
@@ -151,8 +150,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
-			v := f.Config
-			opts.KeysFor = func(cluster bool) (lockcore.Keys, error) { return keysSetting(v, value, key, cluster) }
+			opts.KeysFor = func(cluster bool) (lockcore.Keys, error) { return f.keysSetting(value, key, cluster) }
 			if opts.Keys, err = opts.KeysFor(false); err != nil {
 				return err
 			}
@@ -244,15 +242,16 @@ func lockValue(args []string, haveKey bool) (string, error) {
 // templates, or from an exact --key (the fence template still applies). With
 // cluster set, templates and values that put the two keys on different hash
 // slots are refused (exit 2, both slots named).
-func keysSetting(v *viper.Viper, value, key string, cluster bool) (lockcore.Keys, error) {
+func (f *Factory) keysSetting(value, key string, cluster bool) (lockcore.Keys, error) {
 	if key != "" {
+		v := f.Config
 		ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), "{value}", v.GetString(keyFenceTemplate), cluster)
 		if err != nil {
-			return lockcore.Keys{}, usageErrorf("%v", err)
+			return lockcore.Keys{}, f.templateError(err, "{value}", cluster)
 		}
 		return keysFor(ks, key, fmt.Sprintf("--key %q", key), cluster)
 	}
-	ks, err := keySpecSetting(v, cluster)
+	ks, err := f.keySpecSetting(cluster)
 	if err != nil {
 		return lockcore.Keys{}, err
 	}

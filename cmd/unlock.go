@@ -112,8 +112,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
-			v := f.Config
-			buildKeys := func(cluster bool) (lockcore.Keys, error) { return keysSetting(v, value, key, cluster) }
+			buildKeys := func(cluster bool) (lockcore.Keys, error) { return f.keysSetting(value, key, cluster) }
 			keys, err := buildKeys(false)
 			if err != nil {
 				return err

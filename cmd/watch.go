@@ -84,7 +84,7 @@ with one line on stderr, before watch gives up with exit 3.`,
 				return err
 			}
 			opts.RenewBound, opts.LeaseCap = pol.RenewBound, pol.LeaseCap
-			if opts.KeySpec, opts.FenceFor, err = lockKeySettings(f.Config); err != nil {
+			if opts.KeySpec, opts.FenceFor, err = f.lockKeySettings(); err != nil {
 				return err
 			}
 			if runF != nil {

@@ -214,10 +214,10 @@ func splitRunArgs(args []string, dash int, haveKey, dryRun bool) (value string, 
 	if len(command) == 0 && !dryRun {
 		return "", nil, usageErrorf("no command: put the command to run after --, e.g. lockctl run order-demo-001 --budget 1200s -- ./import.sh")
 	}
-	if len(before) > 1 && !haveKey { // run's own mistake: a command without its --
-		return "", nil, usageErrorf("one VALUE expected, got %d (%s); put the command after --", len(before), strings.Join(before, " "))
-	}
 	value, err = lockValue(before, haveKey)
+	if err != nil && len(before) > 1 && !haveKey { // run's own mistake: a command without its --
+		return "", nil, usageErrorf("%v; put the command after --", err)
+	}
 	return value, command, err
 }
 

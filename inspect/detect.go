@@ -107,15 +107,17 @@ func (d *detection) lockctl(s string) {
 	f := &Fence{CounterKey: key}
 	d.lock.Fence = f
 	d.fenced = true
+	n, isInt := parseInt(string(cv.Bytes))
+	isInt = ok && cv.Type == "string" && isInt
+	if isInt {
+		f.Counter = ptr(n)
+	}
 	fence, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil {
 		// 19 or 20 digits above 2^63−1: no acquire wrote it, INCR stops
 		// there ("increment or decrement would overflow").
 		d.setLayout("lockctl", Likely)
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
-		if n, isInt := parseInt(string(cv.Bytes)); ok && cv.Type == "string" && isInt {
-			f.Counter = ptr(n)
-		}
 		return
 	}
 	f.Value = ptr(fence)
@@ -125,12 +127,10 @@ func (d *detection) lockctl(s string) {
 		return
 	}
 	d.setLayout("lockctl", Certain)
-	n, isInt := parseInt(string(cv.Bytes))
-	if cv.Type != "string" || !isInt {
+	if !isInt {
 		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is not an integer (%s %s)", key, cv.Type, describe(cv.Bytes))
 		return
 	}
-	f.Counter = ptr(n)
 	switch {
 	case n < fence:
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)

@@ -403,22 +403,40 @@ func (f *Factory) durationSetting(key, flag string) (time.Duration, error) {
 }
 
 // policySetting returns the lease policy from policy.lease_cap,
-// policy.renew_bound and policy.renew_every.
+// policy.renew_bound and policy.renew_every (policyFields).
 func (f *Factory) policySetting() (lockcore.Policy, error) {
 	p := lockcore.DefaultPolicy()
-	var err error
-	if p.LeaseCap, err = f.durationSetting(keyLeaseCap, "lease-cap"); err != nil {
-		return p, err
-	}
-	if p.RenewBound, err = f.durationSetting(keyRenewBound, "renew-bound"); err != nil {
-		return p, err
-	}
-	if f.Config.GetString(keyRenewEvery) != "" {
-		if p.RenewEvery, err = f.durationSetting(keyRenewEvery, "renew-every"); err != nil {
+	for _, pf := range policyFields(&p) {
+		if err := f.setPolicyField(pf); err != nil {
 			return p, err
 		}
 	}
 	return p, nil
+}
+
+// policyField is one duration setting of the lease policy: its config key,
+// its flag and the field of a Policy it sets.
+type policyField struct {
+	key, flag string
+	dst       *time.Duration
+}
+
+// policyFields are the duration settings of p.
+func policyFields(p *lockcore.Policy) []policyField {
+	return []policyField{{keyLeaseCap, "lease-cap", &p.LeaseCap}, {keyRenewBound, "renew-bound", &p.RenewBound}, {keyRenewEvery, "renew-every", &p.RenewEvery}}
+}
+
+// setPolicyField reads pf's setting into its field (durationSetting); an
+// unset renew_every ("") leaves it, lease/3.
+func (f *Factory) setPolicyField(pf policyField) error {
+	if pf.key == keyRenewEvery && f.Config.GetString(pf.key) == "" {
+		return nil
+	}
+	d, err := f.durationSetting(pf.key, pf.flag)
+	if err == nil {
+		*pf.dst = d
+	}
+	return err
 }
 
 // keySpecSetting returns the key templates from lock.field, lock.key_template

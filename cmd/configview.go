@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 )
 
@@ -126,15 +127,14 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 // text until then.
 func (f *Factory) settingProblems() map[string]string {
 	out := map[string]string{}
-	for _, d := range []struct{ key, flag string }{
-		{keyLeaseCap, "lease-cap"}, {keyRenewBound, "renew-bound"}, {keyRenewEvery, "renew-every"}, {keyRedisTimeout, "timeout"},
-	} {
-		if d.key == keyRenewEvery && f.Config.GetString(d.key) == "" {
-			continue // lease/3
+	var p lockcore.Policy
+	for _, pf := range policyFields(&p) {
+		if err := f.setPolicyField(pf); err != nil {
+			out[pf.key] = err.Error()
 		}
-		if _, err := f.durationSetting(d.key, d.flag); err != nil {
-			out[d.key] = err.Error()
-		}
+	}
+	if _, err := f.durationSetting(keyRedisTimeout, "timeout"); err != nil {
+		out[keyRedisTimeout] = err.Error()
 	}
 	if o := f.Config.GetString(keyOutput); !slices.Contains(allFormats, o) {
 		out[keyOutput] = fmt.Sprintf("%s %q is no command's output format; accepted: %s", f.settingName(keyOutput, "output"), o, strings.Join(allFormats, ", "))

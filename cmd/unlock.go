@@ -281,8 +281,21 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string, force bo
 // readOther completes res for a key that is not a string (a Redisson hash,
 // a stray list): its owner as inspect detects it (a bounded read) and, with
 // dump, its DUMP for forceDelete; only --force needs that (a DUMP of a big
-// key is big, and an ACL may not allow it). Read-only.
+// key is big, and an ACL may not allow it). The DUMP is read first: if the
+// key is replaced between the two reads, the owner shown is the newer one
+// and forceDelete, comparing the older DUMP, deletes nothing. Read-only.
 func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult, dump bool) (UnlockResult, error) {
+	if dump {
+		d, err := c.Dump(ctx, res.Key).Result()
+		if errors.Is(err, redis.Nil) { // expired between the reads
+			res.Type, res.PTTLMS = "none", nil
+			return res, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		res.dump = d
+	}
 	locks, err := (&inspect.Reader{}).Read(ctx, c, []string{res.Key})
 	if err != nil {
 		return res, err
@@ -290,16 +303,7 @@ func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult, d
 	if l := locks[0]; l.Type == res.Type {
 		res.Owner = l.Owner
 	}
-	if !dump {
-		return res, nil
-	}
-	d, err := c.Dump(ctx, res.Key).Result()
-	if errors.Is(err, redis.Nil) { // expired between the reads
-		res.Type, res.PTTLMS, res.Owner = "none", nil, ""
-		return res, nil
-	}
-	res.dump = d
-	return res, err
+	return res, nil
 }
 
 // dumpDelete deletes KEYS[1] only if it still serializes (DUMP: type and

@@ -497,16 +497,21 @@ func choice(name, value string, accepted ...string) error {
 	return usageErrorf("%s %q is not one of %s", name, value, strings.Join(accepted, ", "))
 }
 
-// addPolicyFlags adds --lease-cap, --renew-bound and --renew-every, bound to
-// the policy.* configuration keys.
-func addPolicyFlags(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.String("lease-cap", "", "longest single lease of a renewable lock (default 60s)")
-	flagConfigKey(fl, "lease-cap", keyLeaseCap)
-	fl.String("renew-bound", "", "renewals keep a trusted lock at most max(budget, this) (default 12h)")
-	flagConfigKey(fl, "renew-bound", keyRenewBound)
-	fl.String("renew-every", "", "renewal interval (default lease/3)")
-	flagConfigKey(fl, "renew-every", keyRenewEvery)
+// addPolicyFlags adds the policy flags named (all of --lease-cap,
+// --renew-bound and --renew-every when none is), bound to the policy.*
+// configuration keys (policyFields).
+func addPolicyFlags(cmd *cobra.Command, names ...string) {
+	usage := map[string]string{
+		"lease-cap":   "longest single lease of a renewable lock (default 60s)",
+		"renew-bound": "renewals keep a trusted lock at most max(budget, this) (default 12h)",
+		"renew-every": "renewal interval (default lease/3)",
+	}
+	for _, pf := range policyFields(&lockcore.Policy{}) {
+		if len(names) == 0 || slices.Contains(names, pf.flag) {
+			cmd.Flags().String(pf.flag, "", usage[pf.flag])
+			flagConfigKey(cmd.Flags(), pf.flag, pf.key)
+		}
+	}
 }
 
 // addKeyFlags adds --field, --key-template and --fence-template, bound to

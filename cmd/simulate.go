@@ -83,9 +83,10 @@ start if one of them exists, and deletes those four when it ends.
 
 A lease derived from a budget (crash-recovery, long-budget, --budget or
 --mode, a file's policy.budget) follows the configured policy, as lockctl
-lease does: lease cap, renewal bound and renewal interval from
-LOCKCTL_POLICY_* or the config file's policy.* keys (defaults 60s, 12h,
-lease/3); --renew-every comes first. An explicit lease keeps its numbers, and
+lease does: lease cap, renewal bound and renewal interval from --lease-cap,
+--renew-bound, LOCKCTL_POLICY_* or the config file's policy.* keys (defaults
+60s, 12h, lease/3); --renew-every comes first. An explicit lease keeps its
+numbers (--lease-cap and --renew-bound are refused beside it), and
 so does what a file's policy sets itself: stale-writer, unsafe-release,
 renewal-loss, duplicate-delivery, failover and clock-jump replay fixed
 incidents and ignore the policy settings.
@@ -151,8 +152,8 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				if opts.Scenario, err = readScenarioFile(file); err != nil {
 					return err
 				}
-				if o.Budget > 0 || o.Lease > 0 || o.Mode != "" || o.RenewEvery > 0 {
-					return usageErrorf("--budget, --mode, --lease and --renew-every change built-in scenarios; set policy in %s", file)
+				if o.Budget > 0 || o.Lease > 0 || o.Mode != "" || o.RenewEvery > 0 || cmd.Flags().Changed("lease-cap") || cmd.Flags().Changed("renew-bound") {
+					return usageErrorf("--budget, --mode, --lease, --renew-every, --lease-cap and --renew-bound change built-in scenarios; set policy in %s", file)
 				}
 				if err := opts.Scenario.Apply(o); err != nil {
 					return usageErrorf("%v", err)
@@ -169,6 +170,9 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				}
 				if opts.Scenario, err = simulate.Builtin(args[0], g, o); err != nil {
 					return usageErrorf("%v", err)
+				}
+				if err := policyFlagsUsed(cmd, opts.Scenario); err != nil {
+					return err
 				}
 			default:
 				return usageErrorf("name a scenario (one of %s), give --file, or use --list", strings.Join(simulate.BuiltinNames(), ", "))
@@ -232,6 +236,7 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 	fl.StringVar(&lease, "lease", "", "a fixed lease instead of the scenario's")
 	fl.StringVar(&pause, "pause", "", "length of the scenario's process pause")
 	fl.StringVar(&renewEvery, "renew-every", "", "renewal interval of a renewable lease")
+	addPolicyFlags(cmd, "lease-cap", "renew-bound")
 	fl.StringVar(&fenceSource, "fence-source", "", "where fencing tokens come from: redis (lost with a failover) or store (durable)")
 	fl.StringVar(&check, "check", "", "what the holder checks right before a write: none or ttl")
 	fl.BoolVar(&checkpoints, "checkpoints", false, "checkpoint sends so a take-over resumes instead of starting over")
@@ -251,6 +256,23 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
 	return cmd
+}
+
+// policyFlagsUsed refuses (exit 2) --lease-cap and --renew-bound on a
+// scenario whose lease is not derived from a budget (stale-writer without
+// --budget or --mode, or with --lease): the policy does not make that
+// lease, so they would be ignored without a word.
+func policyFlagsUsed(cmd *cobra.Command, sc simulate.Scenario) error {
+	if sc.Policy.Budget > 0 {
+		return nil
+	}
+	for _, name := range []string{"lease-cap", "renew-bound"} {
+		if cmd.Flags().Changed(name) {
+			return usageErrorf("--%s applies to a lease derived from a budget; scenario %q has a fixed lease of %s: give --budget or --mode (not --lease), or drop --%s",
+				name, sc.Name, lockcore.FormatDuration(sc.Policy.Lease), name)
+		}
+	}
+	return nil
 }
 
 // flagsNeed refuses (exit 2) flags of names given without the flag (add)

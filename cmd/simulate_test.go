@@ -251,6 +251,10 @@ func TestSimulatePolicyPrecedence(t *testing.T) {
 		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 45000, RenewEveryMS: 15000, RenewBoundMS: 12 * 3600000}, true},
 		{nil, []string{"--file", budget}, simulate.LeaseReport{LeaseMS: 50000, RenewEveryMS: 16666, RenewBoundMS: 12 * 3600000}, true},
 		{nil, []string{"crash-recovery"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 20000, RenewBoundMS: 12 * 3600000}, false},
+		// --lease-cap and --renew-bound come before the variables and the file.
+		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s"}, []string{"crash-recovery", "--lease-cap", "30s", "--config", config}, simulate.LeaseReport{LeaseMS: 30000, RenewEveryMS: 10000, RenewBoundMS: 20 * 3600000}, false},
+		{map[string]string{"LOCKCTL_POLICY_RENEW_BOUND": "20h"}, []string{"long-budget", "--renew-bound", "14h"}, simulate.LeaseReport{LeaseMS: 60000, RenewEveryMS: 20000, RenewBoundMS: 14 * 3600000}, false},
+		{nil, []string{"stale-writer", "--budget", "100s", "--lease-cap", "10s"}, simulate.LeaseReport{LeaseMS: 10000, RenewEveryMS: 3333, RenewBoundMS: 12 * 3600000}, true},
 		// Explicit numbers describe the incident.
 		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s", "LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"--file", ownCap}, simulate.LeaseReport{LeaseMS: 50000, RenewEveryMS: 5000, RenewBoundMS: 12 * 3600000}, false},
 		{map[string]string{"LOCKCTL_POLICY_LEASE_CAP": "45s", "LOCKCTL_POLICY_RENEW_EVERY": "7s"}, []string{"--file", fixed}, simulate.LeaseReport{LeaseMS: 30000}, false},

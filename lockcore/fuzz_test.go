@@ -22,6 +22,13 @@ func FuzzParseDuration(f *testing.F) {
 			if strings.TrimSpace(s) != "" && !strings.Contains(err.Error(), strconv.Quote(s)) {
 				t.Fatalf("error %q does not name the value %q", err, s)
 			}
+			// A suggested value is one that parses (up to its range).
+			if _, hint, ok := strings.Cut(err.Error(), "did you mean "); ok {
+				hint, _, _ = strings.Cut(hint, "?")
+				if _, herr := ParseDuration(hint); herr != nil && !strings.Contains(herr.Error(), "too large") {
+					t.Fatalf("%q: the hint %q does not parse: %v", s, hint, herr)
+				}
+			}
 			if _, perr := ParsePositiveDuration(s); perr == nil {
 				t.Fatalf("ParsePositiveDuration accepts %q that ParseDuration refuses", s)
 			}

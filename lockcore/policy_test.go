@@ -146,7 +146,13 @@ func TestParseDuration(t *testing.T) {
 		"1.5ms":                   `"1.5ms" is not a whole number of milliseconds`,
 		"1.0005s":                 `is not a whole number of milliseconds`,
 		"-5s":                     "",
-		"0s":                      "",
+		// Numbers strconv takes that are no bare decimal: no hint that would not parse.
+		"NaN":   `"NaN" is not a duration`,
+		"Inf":   `"Inf" is not a duration`,
+		"1e3":   `"1e3" is not a duration`,
+		"0x1p4": `"0x1p4" is not a duration`,
+		"1.5":   `"1.5" has no unit; did you mean 1.5s?`,
+		"0s":    "",
 	}
 	for in, want := range bad {
 		_, err := ParsePositiveDuration(in)

@@ -119,6 +119,7 @@ Redis cannot be reached. Never writes to Redis.`,
 	fl := cmd.Flags()
 	fl.StringSliceVar(&specs, "spec", nil, `task spec file(s) or glob(s), repeatable or comma-separated: tasks/*.yaml (a path with a comma goes in double quotes: --spec '"a,b.yaml"')`)
 	fl.StringVar(&failOn, "fail-on", "fail", "exit 1 when an item is at this status or worse: fail or warn")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"fail", "warn"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&value, "value", "", "with --redis: the lock field's value whose live keys to compare with each spec")
 	addPolicyFlags(cmd)
 	cmd.AddCommand(newCmdChecklistInit(f), newCmdChecklistSchema(f))

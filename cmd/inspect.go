@@ -129,6 +129,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")
 	fl.Int64Var(&count, "count", inspect.DefaultScanCount, "SCAN COUNT hint for --pattern and --search")
 	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&owner, "owner", "", "expected owner token, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)

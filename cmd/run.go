@@ -195,6 +195,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 	fl.StringVar(&budget, "budget", "", "execution budget of the command, e.g. 1200s (required)")
 	fl.StringVar(&mode, "mode", string(lockcore.ModeTrusted), "trusted (lease renewed up to the bound) or ordinary (lease = budget, fixed)")
 	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
+	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{string(lockcore.ModeTrusted), string(lockcore.ModeOrdinary)}, cobra.ShellCompDirectiveNoFileComp))
 	f.addLockCompletion(cmd)
 	fl.StringVar(&wait, "wait", "0s", "how long to retry while the lock is held (backoff with jitter; 0s: fail at once)")
 	fl.StringVar(&grace, "grace", "5s", "time between SIGTERM and SIGKILL (lowered when it does not fit the lease)")

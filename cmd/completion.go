@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,6 +112,17 @@ func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
 		}
 	}
 	return out[:min(len(out), keyCompletionMax)]
+}
+
+// completingAfterDash reports whether the word being completed comes after
+// a "--". Cobra's ArgsLenAtDash cannot tell in a completion: it parses the
+// words once with a "--" of its own appended (spf13/cobra#1877).
+func (f *Factory) completingAfterDash() bool {
+	a := f.args
+	if len(a) < 2 || (a[0] != cobra.ShellCompRequestCmd && a[0] != cobra.ShellCompNoDescRequestCmd) {
+		return false
+	}
+	return slices.Contains(a[1:len(a)-1], "--")
 }
 
 // addLockCompletion completes cmd's VALUE arguments and its --key flag from

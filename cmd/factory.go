@@ -31,6 +31,8 @@ type Factory struct {
 	cmd *cobra.Command
 	// secrets are scrubbed from every error Execute prints.
 	secrets []string
+	// args are the arguments lockctl was run with (completion reads them).
+	args []string
 }
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.

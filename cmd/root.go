@@ -147,6 +147,7 @@ func (c *signalContext) stop() {
 func execute(ctx context.Context, f *Factory, root *cobra.Command, args []string) int {
 	quietRedisLogs.Do(func() { redis.SetLogger(discardLogger{}) })
 	io := f.IO
+	f.args = args
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -197,6 +197,14 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{string(lockcore.ModeTrusted), string(lockcore.ModeOrdinary)}, cobra.ShellCompDirectiveNoFileComp))
 	f.addLockCompletion(cmd)
+	// After "--" comes the command to run: the shell completes its files.
+	values := cmd.ValidArgsFunction
+	cmd.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if f.completingAfterDash() {
+			return nil, cobra.ShellCompDirectiveDefault
+		}
+		return values(c, args, toComplete)
+	}
 	fl.StringVar(&wait, "wait", "0s", "how long to retry while the lock is held (backoff with jitter; 0s: fail at once)")
 	fl.StringVar(&grace, "grace", "5s", "time between SIGTERM and SIGKILL (lowered when it does not fit the lease)")
 	fl.BoolVar(&shell, "shell", false, "run the command through /bin/sh -c (arguments joined by spaces)")

@@ -312,7 +312,7 @@ func checkArgs(c *cobra.Command) {
 		c.Args = cobra.NoArgs
 		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	}
-	if check := c.Args; check != nil && c != c.Root() {
+	if check := c.Args; check != nil {
 		// Cobra says "accepts 1 arg(s), received 0", or "unknown command"
 		// for an argument to a command that takes none: add what it takes.
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -322,6 +322,13 @@ func checkArgs(c *cobra.Command) {
 				return nil
 			case !cmd.HasSubCommands() && strings.HasPrefix(err.Error(), "unknown command"):
 				return fmt.Errorf("%s takes no arguments, got %q; usage: %s", cmd.CommandPath(), args, cmd.UseLine())
+			case strings.HasPrefix(err.Error(), "unknown command") && len(args) > 0:
+				// cobra.NoArgs drops the suggestion cobra makes for a typo
+				// (as cobra's own does: prefix or Levenshtein distance 2).
+				cmd.SuggestionsMinimumDistance = max(cmd.SuggestionsMinimumDistance, 2)
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return fmt.Errorf("%v; did you mean %s?", err, orList(s))
+				}
 			case strings.HasPrefix(err.Error(), "accepts "):
 				return fmt.Errorf("%s %v; usage: %s", cmd.CommandPath(), err, cmd.UseLine())
 			}
@@ -331,6 +338,14 @@ func checkArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		checkArgs(sub)
 	}
+}
+
+// orList joins words as "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // newCmdHelp is cobra's help command, but an unknown topic is exit 2 with

@@ -112,9 +112,14 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 			fe.Msg = fmt.Sprintf("%q must start with a letter and have at most 16 letters, digits, _ or -", s)
 			break
 		}
-		_, err := lockcore.ParseDuration(s)
-		if err == nil {
-			err = fmt.Errorf("%q is not a duration; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
+		// What ParseDuration takes and the pattern does not: a sign, spaces, "1.s".
+		d, err := lockcore.ParseDuration(s)
+		switch {
+		case err != nil:
+		case d < 0:
+			err = fmt.Errorf("%q is negative; times and lengths in a scenario are 0s or more", s)
+		default:
+			err = fmt.Errorf("%q is not written as a scenario's durations are: digits and a unit, no sign or spaces, such as 30s, 1500ms, 1h30m", s)
 		}
 		fe.Msg = err.Error()
 	case "type":

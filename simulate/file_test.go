@@ -32,6 +32,10 @@ func TestParseFileErrors(t *testing.T) {
 		{head + "  - {at: 0s, actor: A, do: pause}\n", "line 4: events[0]: pause needs for"},
 		{head + "  - {at: 0s, do: acquire}\n", "line 4: events[0]: acquire needs an actor"},
 		{head + "  - {at: soon, actor: A, do: acquire}\n", `line 4: events[0].at: "soon" is not a duration`},
+		// Durations Go takes but a scenario does not: said as such, not "not a duration".
+		{head + "  - {at: -1s, actor: A, do: acquire}\n", `line 4: events[0].at: "-1s" is negative; times and lengths in a scenario are 0s or more`},
+		{"name: x\npolicy: {lease: -30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", `line 2: policy.lease: "-30s" is negative`},
+		{head + "  - {at: +1s, actor: A, do: acquire}\n", `line 4: events[0].at: "+1s" is not written as a scenario's durations are: digits and a unit, no sign`},
 		{head + "  - {at: 0s, actor: A, do: write, for: 1s}\n", "line 4: events[0].for: write takes no for"},
 		{head + "  - {at: 1s, actor: B, do: failover}\n", "line 4: events[0].actor: failover happens to the server"},
 		{"name: x\npolicy: {lease: 30s, budget: 20m}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n", "line 2: policy.budget: give either lease or budget, not both"},

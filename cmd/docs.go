@@ -3,10 +3,12 @@ package cmd
 import (
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 )
 
 // DocsOptions are the inputs of `lockctl docs`.
@@ -60,6 +62,57 @@ func docsRun(opts *DocsOptions) error {
 	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
 		date = time.Unix(s, 0).UTC()
 	}
+	manTexts(opts.Root, map[*pflag.Flag]bool{})
 	// No Title: each page gets its command's (LOCKCTL-RUN(1)), not LOCKCTL(1) on all.
 	return doc.GenManTree(opts.Root, &doc.GenManHeader{Section: "1", Source: "lockctl " + version, Date: &date}, opts.Dir)
+}
+
+// manTexts prepares c's help texts, and its subcommands', for cobra/doc's
+// man pages, which render them as Markdown (md2man): without it
+// "<user config dir>" and "{<lock key>}" are dropped as HTML tags and
+// "*VALUE*" and "LOCKCTL_* ... LOCKCTL_*" lose their stars to emphasis.
+// done keeps a flag shared by several commands (a persistent one) from
+// being escaped twice.
+func manTexts(c *cobra.Command, done map[*pflag.Flag]bool) {
+	c.Short = manEscaper.Replace(c.Short)
+	c.Long = manText(c.Long)
+	for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+		fs.VisitAll(func(fl *pflag.Flag) {
+			if !done[fl] {
+				done[fl] = true
+				fl.Usage = manEscaper.Replace(fl.Usage)
+			}
+		})
+	}
+	for _, sub := range c.Commands() {
+		manTexts(sub, done)
+	}
+}
+
+// manEscaper backslash-escapes the Markdown markup characters help texts use
+// as plain text.
+var manEscaper = strings.NewReplacer(`\`, `\\`, "<", `\<`, ">", `\>`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "`", "\\`")
+
+// manText escapes a Long help text for Markdown, and keeps its indented
+// lines (the lease table, run's variables, watch's events) as they are laid
+// out: a preformatted block, which Markdown would otherwise reflow into the
+// paragraph.
+func manText(s string) string {
+	indented := func(l string) bool { return strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t") }
+	var b strings.Builder
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); {
+		if !indented(lines[i]) {
+			b.WriteString(manEscaper.Replace(lines[i]) + "\n")
+			i++
+			continue
+		}
+		j := i
+		for j < len(lines) && indented(lines[j]) {
+			j++
+		}
+		b.WriteString("\n```\n" + strings.Join(lines[i:j], "\n") + "\n```\n\n")
+		i = j
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

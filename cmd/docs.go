@@ -56,27 +56,33 @@ func docsRun(opts *DocsOptions) error {
 	}
 	opts.Root.DisableAutoGenTag = true
 	if opts.Format == "markdown" {
+		// Flags are in a code block there: only the prose is Markdown.
+		markdownTexts(opts.Root, nil)
 		return doc.GenMarkdownTree(opts.Root, opts.Dir)
 	}
 	date := time.Now()
 	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
 		date = time.Unix(s, 0).UTC()
 	}
-	manTexts(opts.Root, map[*pflag.Flag]bool{})
+	markdownTexts(opts.Root, map[*pflag.Flag]bool{})
 	// No Title: each page gets its command's (LOCKCTL-RUN(1)), not LOCKCTL(1) on all.
 	return doc.GenManTree(opts.Root, &doc.GenManHeader{Section: "1", Source: "lockctl " + version, Date: &date}, opts.Dir)
 }
 
-// manTexts prepares c's help texts, and its subcommands', for cobra/doc's
-// man pages, which render them as Markdown (md2man): without it
-// "<user config dir>" and "{<lock key>}" are dropped as HTML tags and
-// "*VALUE*" and "LOCKCTL_* ... LOCKCTL_*" lose their stars to emphasis.
-// done keeps a flag shared by several commands (a persistent one) from
+// markdownTexts prepares c's help texts, and its subcommands', for
+// cobra/doc, which writes them as Markdown (and renders that into man pages
+// with md2man): without it "<user config dir>" and "{<lock key>}" are
+// dropped as HTML tags and "*VALUE*" and "LOCKCTL_* ... LOCKCTL_*" lose
+// their stars to emphasis. Flag usages are escaped only with a done map,
+// which keeps a flag shared by several commands (a persistent one) from
 // being escaped twice.
-func manTexts(c *cobra.Command, done map[*pflag.Flag]bool) {
+func markdownTexts(c *cobra.Command, done map[*pflag.Flag]bool) {
 	c.Short = manEscaper.Replace(c.Short)
 	c.Long = manText(c.Long)
 	for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+		if done == nil {
+			break
+		}
 		fs.VisitAll(func(fl *pflag.Flag) {
 			if !done[fl] {
 				done[fl] = true
@@ -85,7 +91,7 @@ func manTexts(c *cobra.Command, done map[*pflag.Flag]bool) {
 		})
 	}
 	for _, sub := range c.Commands() {
-		manTexts(sub, done)
+		markdownTexts(sub, done)
 	}
 }
 
@@ -111,7 +117,14 @@ func manText(s string) string {
 		for j < len(lines) && indented(lines[j]) {
 			j++
 		}
-		b.WriteString("\n```\n" + strings.Join(lines[i:j], "\n") + "\n```\n\n")
+		// A fence needs a blank line before it to break a paragraph.
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString("```\n" + strings.Join(lines[i:j], "\n") + "\n```\n")
+		if j < len(lines) && lines[j] != "" {
+			b.WriteString("\n")
+		}
 		i = j
 	}
 	return strings.TrimSuffix(b.String(), "\n")

@@ -62,3 +62,24 @@ func TestManPagesKeepText(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceKeepsText: the Markdown reference's prose escapes what
+// Markdown would hide ("{<random>}" as an HTML tag) and keeps indented
+// tables as code, as the man pages do.
+func TestReferenceKeepsText(t *testing.T) {
+	for page, texts := range map[string][]string{
+		"lockctl_simulate.md":    {`"lockctl:sim:{\<random\>}:"`, `LOCKCTL\_POLICY\_\* or the config file's policy.\* keys`},
+		"lockctl_config_view.md": {`else \<user config dir\>/lockctl/config.yaml`},
+		"lockctl_lease.md":       {"\n```\n  ordinary call (HTTP, script):"},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "docs", "reference", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range texts {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("docs/reference/%s lacks %q", page, want)
+			}
+		}
+	}
+}

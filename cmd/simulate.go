@@ -776,7 +776,11 @@ func mermaid(res simulate.Result) string {
 	b.WriteString("sequenceDiagram\n")
 	line("title %s: %s", clean(res.Scenario), res.Verdict)
 	for _, a := range res.Actors {
-		line("participant %s", a)
+		if id := mermaidID(a); id != a {
+			line("participant %s as %s", id, a)
+		} else {
+			line("participant %s", a)
+		}
 	}
 	line("participant R as Redis")
 	line("participant S as Store")
@@ -798,34 +802,48 @@ func mermaid(res simulate.Result) string {
 			if e.Count > 1 {
 				verb += fmt.Sprintf(" ×%d until %s", e.Count, fmtMS(e.UntilMS))
 			}
-			line("%s->>R: %s %s", e.Actor, at, verb)
+			line("%s->>R: %s %s", mermaidID(e.Actor), at, verb)
 			arrow := "R-->>%s: %s"
 			if !e.OK {
 				arrow = "R--x%s: %s"
 			} else if e.Kind == "acquire" {
 				note = fmt.Sprintf("OK, fence %d", e.Fence)
 			}
-			line(arrow, e.Actor, note)
+			line(arrow, mermaidID(e.Actor), note)
 		case "write":
-			line("%s->>S: %s write, fence %d", e.Actor, at, e.Fence)
+			line("%s->>S: %s write, fence %d", mermaidID(e.Actor), at, e.Fence)
 			arrow := "S-->>%s: %s"
 			if !e.OK {
 				arrow = "S--x%s: %s"
 			}
-			line(arrow, e.Actor, note)
+			line(arrow, mermaidID(e.Actor), note)
 		case "send":
-			line("%s->>X: %s send", e.Actor, at)
-			line("X-->>%s: %s", e.Actor, note)
+			line("%s->>X: %s send", mermaidID(e.Actor), at)
+			line("X-->>%s: %s", mermaidID(e.Actor), note)
 		case "expire", "failover", "clock_jump":
 			line("Note over R: %s %s: %s", at, e.Kind, note)
 		default:
-			line("Note over %s: %s %s: %s", e.Actor, at, strings.ReplaceAll(e.Kind, "_", " "), note)
+			line("Note over %s: %s %s: %s", mermaidID(e.Actor), at, strings.ReplaceAll(e.Kind, "_", " "), note)
 		}
 	}
 	for _, v := range res.Violations {
-		line("Note over %s: %s at %s: %s", v.Actor, v.Code, fmtMS(v.AtMS), clean(v.Message))
+		line("Note over %s: %s at %s: %s", mermaidID(v.Actor), v.Code, fmtMS(v.AtMS), clean(v.Message))
 	}
 	return b.String()
+}
+
+// mermaidID is the participant id of actor a: a itself, unless it is the
+// id of another participant (R, S, X) or a word Mermaid's sequence diagrams
+// take as a keyword (an actor named "end" closes a block that was never
+// opened, and the diagram does not render); then P_a, shown as a.
+func mermaidID(a string) string {
+	switch strings.ToLower(a) {
+	case "r", "s", "x", "participant", "actor", "as", "loop", "alt", "else", "opt", "par", "and", "rect", "end",
+		"critical", "option", "break", "note", "over", "left", "right", "of", "activate", "deactivate",
+		"autonumber", "title", "box", "create", "destroy", "link", "links", "properties", "details", "accdescr", "acctitle":
+		return "P_" + a
+	}
+	return a
 }
 
 // exploreTable renders an exploration: what was varied, the counts per

@@ -290,3 +290,25 @@ func TestSimulatePolicyPrecedence(t *testing.T) {
 		t.Errorf("crash-recovery under a 45s cap:\n%s", out)
 	}
 }
+
+// An actor named as another participant (R is Redis) or as a Mermaid
+// keyword (end closes a block) gets an id of its own in -o mermaid.
+func TestSimulateMermaidActorIDs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "collide.yaml")
+	spec := "name: collide\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: R, do: acquire}\n  - {at: 1s, actor: end, do: acquire}\n"
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := execute(t, "simulate", "--file", file, "-o", "mermaid")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"participant P_R as R\n", "participant P_end as end\n", "participant R as Redis\n", "P_R->>R: 0s SET NX PX", "R--xP_end: not obtained"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "participant R\n") || strings.Contains(out, "\n    end->>") {
+		t.Errorf("an actor's id is R or end:\n%s", out)
+	}
+}

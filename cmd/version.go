@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -59,7 +60,31 @@ func versionRun(opts *VersionOptions) error {
 }
 
 func currentVersion() VersionInfo {
-	return VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	v := VersionInfo{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok && version == "dev" {
+		v = fromBuildInfo(v, bi)
+	}
+	return v
+}
+
+// fromBuildInfo fills what ldflags did not set (a build by go install
+// ...@v1.2.0 or go build, not by goreleaser) from what the Go toolchain
+// records in the binary: the module version (v1.2.0, or a pseudo-version
+// such as v0.0.0-20261201120000-9c47469abcde+dirty) and, for a build in a
+// git checkout, vcs.revision and vcs.time (RFC 3339, UTC).
+func fromBuildInfo(v VersionInfo, bi *debug.BuildInfo) VersionInfo {
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+		v.Version = mv
+	}
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && v.Commit == "none":
+			v.Commit = s.Value[:min(len(s.Value), 7)] // as goreleaser's ShortCommit
+		case s.Key == "vcs.time" && v.Date == "unknown":
+			v.Date = s.Value
+		}
+	}
+	return v
 }
 
 // versionLine is the line `lockctl version` and `lockctl --version` print.

@@ -16,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/simulate"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 const formatMermaid = "mermaid"
@@ -119,6 +120,18 @@ Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 				opts.Expect = expect
 			}
 			if list {
+				if len(args) > 0 {
+					return usageErrorf("--list describes every built-in scenario; drop %q or drop --list", args[0])
+				}
+				other := ""
+				cmd.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
+					if fl.Changed && fl.Name != "list" && other == "" {
+						other = fl.Name
+					}
+				})
+				if other != "" {
+					return usageErrorf("--%s does not apply to --list; drop one of them", other)
+				}
 				if format == formatMermaid {
 					return usageErrorf("output %q is not available with --list; use table, json or yaml", format)
 				}

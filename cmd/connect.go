@@ -166,57 +166,19 @@ func RedactURL(raw string) string {
 // (redacted) value and what is accepted; the caller scrubs secrets.
 func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 	shown := RedactURL(s.URL)
-	if !strings.Contains(s.URL, "://") {
-		// host:port as redis-cli -h/-p users type it: url.Parse reads the
-		// host as a scheme, or fails on the colon.
-		return nil, fmt.Errorf("redis URL %q has no scheme; did you mean \"redis://%s\"? accepted: %s", shown, shown, connURLForms)
-	}
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)
-	}
-	var uo *redis.UniversalOptions
-	switch u.Scheme {
-	case "redis+sentinel", "rediss+sentinel":
-		uo, err = sentinelURLOptions(u)
-	case "redis+cluster", "rediss+cluster":
-		uo, err = clusterURLOptions(u, true)
-	case "redis", "rediss":
-		switch {
-		case u.Query().Has("master_name"):
-			// go-redis' own form: the userinfo authenticates to the sentinels.
-			var fo *redis.FailoverOptions
-			if fo, err = redis.ParseFailoverURL(s.URL); err == nil {
-				uo = &redis.UniversalOptions{Addrs: fo.SentinelAddrs, MasterName: fo.MasterName, DB: fo.DB,
-					Username: fo.Username, Password: fo.Password, SentinelUsername: fo.SentinelUsername,
-					SentinelPassword: fo.SentinelPassword, TLSConfig: fo.TLSConfig}
-			}
-		case s.Cluster:
-			uo, err = clusterURLOptions(u, false)
-		default:
-			var o *redis.Options
-			if o, err = redis.ParseURL(s.URL); err == nil {
-				uo = &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username,
-					Password: o.Password, TLSConfig: o.TLSConfig}
-			}
+	uo, err := urlOptions(s.URL, s.Cluster)
+	if err != nil && shown != s.URL {
+		// A parser's reason may quote any part of the URL, the password
+		// included: a / ? # or space in it ends the userinfo early
+		// ("invalid port \":pa\" after host"). Give what the URL with its
+		// password masked gives; if that parses, the password is at fault.
+		if _, rerr := urlOptions(shown, s.Cluster); rerr != nil {
+			return nil, rerr
 		}
-	default:
-		return nil, fmt.Errorf("redis URL %q: unknown scheme %q; accepted: %s", shown, u.Scheme, connURLForms)
+		return nil, fmt.Errorf("redis URL %q: the user or password holds a character that must be percent-encoded (/ as %%2F, ? as %%3F, # as %%23, %% as %%25, a space as %%20)", shown)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %q: %s; accepted: %s", shown, strings.TrimPrefix(err.Error(), "redis: "), connURLForms)
-	}
-	// Checks go-redis leaves to the dial: a port in 1..65535, and a database
-	// number that is not negative (go-redis reads -1 as 0).
-	for _, a := range uo.Addrs {
-		if _, p, err := net.SplitHostPort(a); err == nil {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				return nil, fmt.Errorf("redis URL %q: port %q is not a number from 1 to 65535", shown, p)
-			}
-		}
-	}
-	if uo.DB < 0 {
-		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
+		return nil, err
 	}
 
 	if len(s.SentinelAddrs) > 0 {
@@ -255,6 +217,70 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
 	uo.MaxRetries = -1 // a timed-out call is reported, not silently repeated
 	uo.DisableIdentity = true
+	return uo, nil
+}
+
+// urlOptions parses a Redis URL (README.md, "Connecting to Redis") into
+// client options; errors quote it redacted (RedactURL) and say what is
+// accepted. cluster is --cluster: a redis:// URL names cluster seed nodes.
+func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
+	shown := RedactURL(raw)
+	if !strings.Contains(raw, "://") {
+		// host:port as redis-cli -h/-p users type it: url.Parse reads the
+		// host as a scheme, or fails on the colon.
+		return nil, fmt.Errorf("redis URL %q has no scheme; did you mean \"redis://%s\"? accepted: %s", shown, shown, connURLForms)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)
+	}
+	if strings.Contains(raw, "#") {
+		// go-redis ignores a fragment: redis://:12#34@host would dial port 12.
+		return nil, fmt.Errorf("redis URL %q has a #, which no Redis URL has (write one in a password as %%23); accepted: %s", shown, connURLForms)
+	}
+	var uo *redis.UniversalOptions
+	switch u.Scheme {
+	case "redis+sentinel", "rediss+sentinel":
+		uo, err = sentinelURLOptions(u)
+	case "redis+cluster", "rediss+cluster":
+		uo, err = clusterURLOptions(u, true)
+	case "redis", "rediss":
+		switch {
+		case u.Query().Has("master_name"):
+			// go-redis' own form: the userinfo authenticates to the sentinels.
+			var fo *redis.FailoverOptions
+			if fo, err = redis.ParseFailoverURL(raw); err == nil {
+				uo = &redis.UniversalOptions{Addrs: fo.SentinelAddrs, MasterName: fo.MasterName, DB: fo.DB,
+					Username: fo.Username, Password: fo.Password, SentinelUsername: fo.SentinelUsername,
+					SentinelPassword: fo.SentinelPassword, TLSConfig: fo.TLSConfig}
+			}
+		case cluster:
+			uo, err = clusterURLOptions(u, false)
+		default:
+			var o *redis.Options
+			if o, err = redis.ParseURL(raw); err == nil {
+				uo = &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username,
+					Password: o.Password, TLSConfig: o.TLSConfig}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("redis URL %q: unknown scheme %q; accepted: %s", shown, u.Scheme, connURLForms)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %s; accepted: %s", shown, strings.TrimPrefix(err.Error(), "redis: "), connURLForms)
+	}
+	// Checks go-redis leaves to the dial: a port in 1..65535, and a database
+	// number that is not negative (go-redis reads -1 as 0).
+	for _, a := range uo.Addrs {
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("redis URL %q: port %q is not a number from 1 to 65535", shown, p)
+			}
+		}
+	}
+	if uo.DB < 0 {
+		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
+	}
 	return uo, nil
 }
 

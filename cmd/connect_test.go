@@ -132,7 +132,7 @@ func TestConnectPasswords(t *testing.T) {
 		{"unknown user", nil, []string{"--redis", "redis://bob:" + alicePW + "@" + s.Addr + "/0"}, ExitRedis, "WRONGPASS"},
 		{"nobody listening", nil, []string{"--redis", "redis://alice:" + alicePW + "@127.0.0.1:1/0"}, ExitRedis, "redis://alice:***@127.0.0.1:1/0: dial tcp"},
 		{"URL does not parse", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + ":x:y/0"}, ExitUsage, "redis://alice:***@"},
-		{"bad percent escape", nil, []string{"--redis", "redis://alice:" + alicePW + "%zz@" + s.Addr + "/0"}, ExitUsage, "does not parse"},
+		{"bad percent escape", nil, []string{"--redis", "redis://alice:" + alicePW + "%zz@" + s.Addr + "/0"}, ExitUsage, "must be percent-encoded"},
 		{"bad database", nil, []string{"--redis", "redis://alice:" + alicePW + "@" + s.Addr + "/db1"}, ExitUsage, `invalid database number: "db1"`},
 		{"no scheme", nil, []string{"--redis", "alice:" + alicePW + "@" + s.Addr + "/0"}, ExitUsage, `has no scheme; did you mean "redis://alice:***@`},
 		{"unknown scheme", nil, []string{"--redis", "http://alice:" + alicePW + "@" + s.Addr}, ExitUsage, `unknown scheme "http"`},

@@ -230,9 +230,26 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		// host as a scheme, or fails on the colon.
 		return nil, fmt.Errorf("redis URL %q has no scheme; did you mean \"redis://%s\"? accepted: %s", shown, shown, connURLForms)
 	}
-	u, err := url.Parse(raw)
+	parse, hosts := raw, ""
+	scheme, _, _ := strings.Cut(strings.ToLower(raw), "://")
+	multi := strings.HasSuffix(scheme, "+sentinel") || strings.HasSuffix(scheme, "+cluster")
+	if multi {
+		// url.Parse reads the host list as one host, and refuses it when
+		// one is an IPv6 literal ([::1]:26379,[::2]:26379): parse the URL
+		// with one placeholder host, then put the list back.
+		parse, hosts = cutHosts(raw)
+	}
+	u, err := url.Parse(parse)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)
+	}
+	if multi {
+		for _, h := range strings.Split(hosts, ",") {
+			if _, err := url.Parse("redis://" + h); err != nil {
+				return nil, fmt.Errorf("redis URL %q: host %q does not parse: %v; accepted: %s", shown, h, urlErrorReason(err), connURLForms)
+			}
+		}
+		u.Host = hosts
 	}
 	if strings.Contains(raw, "#") {
 		// go-redis ignores a fragment: redis://:12#34@host would dial port 12.
@@ -282,6 +299,18 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
 	}
 	return uo, nil
+}
+
+// cutHosts splits a multi-host URL into the URL with the placeholder host
+// "hosts" and its host list as written.
+func cutHosts(raw string) (string, string) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	start := strings.LastIndex(rest[:end], "@") + 1
+	return scheme + "://" + rest[:start] + "hosts" + rest[end:], rest[start:end]
 }
 
 func urlErrorReason(err error) string {

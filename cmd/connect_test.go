@@ -222,6 +222,9 @@ func TestConnectCluster(t *testing.T) {
 	}
 	wantCode(t, probe(t, writeAll, "--redis", c.URL()), ExitOK, "")
 	wantCode(t, probe(t, writeAll, "--redis", "redis://"+c.Nodes[1].Addr, "--cluster"), ExitOK, "")
+	// An IPv6 literal in the host list (url.Parse alone refuses the list).
+	wantCode(t, probe(t, writeAll, "--redis", "redis+cluster://[::1]:1,"+c.Nodes[0].Addr), ExitOK, "")
+	wantCode(t, probe(t, nil, "--redis", "redis+cluster://"+c.Nodes[0].Addr+",[::1:1"), ExitUsage, `host "[::1:1" does not parse: missing ']' in host`)
 	t.Setenv("LOCKCTL_REDIS_CLUSTER", "true")
 	wantCode(t, probe(t, writeAll, "--redis", "redis://"+c.Nodes[2].Addr+"/0"), ExitOK, "")
 	t.Setenv("LOCKCTL_REDIS_CLUSTER", "")
@@ -255,6 +258,10 @@ func TestConnectSentinel(t *testing.T) {
 		t.Errorf("shown address %q", r.out)
 	}
 	wantCode(t, probe(t, nil, "--redis", "redis://127.0.0.1:1/0?master_name=mymaster&addr="+sn.Addr()), ExitOK, "")
+	// An IPv6 literal in the host list, first or not (the first sentinel is
+	// down: lockctl asks the next).
+	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://[::1]:1,"+sn.Addr()+"/mymaster/0"), ExitOK, "")
+	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://127.0.0.1:1,[::1]:1,"+sn.Addr()+"/mymaster/0"), ExitOK, "")
 	t.Setenv("LOCKCTL_REDIS_SENTINEL", "127.0.0.1:1,"+sn.Addr())
 	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", redistest.MasterName)
 	wantCode(t, probe(t, nil), ExitOK, "")

@@ -274,7 +274,10 @@ func TestConnectSentinel(t *testing.T) {
 	wantCode(t, probe(t, nil, "--sentinel", "sentinel-a", "--master-name", "m"), ExitUsage, `--sentinel address "sentinel-a" is not host:port`)
 	wantCode(t, probe(t, nil, "--master-name", "mymaster"), ExitUsage, "needs --sentinel")
 	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://"+sn.Addr()), ExitUsage, "/<master name>[/<db>]")
-	wantCode(t, probe(t, nil, "--sentinel", sn.Addr(), "--master-name", "nosuch", "--timeout", "2s"), ExitRedis, "sentinel "+sn.Addr()+" master nosuch:")
+	wantCode(t, probe(t, nil, "--sentinel", sn.Addr(), "--master-name", "nosuch", "--timeout", "2s"), ExitRedis, "sentinel "+sn.Addr()+" master nosuch: the sentinels that answered monitor no primary named \"nosuch\"")
+	// They are reachable: go-redis' own words ("all sentinels specified in
+	// configuration are unreachable: redis: nil") said the opposite.
+	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://"+sn.Addr()+"/nosuch/0", "--timeout", "2s"), ExitRedis, `monitor no primary named "nosuch"`)
 
 	follow := func(conn *RedisConn) error {
 		if err := conn.Client.Set(ctx, "t:sentinel:before", "1", time.Minute).Err(); err != nil {

@@ -135,6 +135,9 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the server
 			return nil, usageErrorf("redis %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", shown, opt.DB)
 		}
+		if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
+			return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))
+		}
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
 	_, cluster := client.(*redis.ClusterClient)

@@ -215,7 +215,8 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		return nil, err
 	}
 	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
-	uo.MaxRetries = -1 // a timed-out call is reported, not silently repeated
+	uo.MaxRetries = -1   // a timed-out call is reported, not silently repeated
+	uo.DialerRetries = 1 // nor a refused dial: five tries 100ms apart outlast a short --timeout, which then hides the refusal
 	uo.DisableIdentity = true
 	return uo, nil
 }

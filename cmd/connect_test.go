@@ -314,6 +314,25 @@ func TestConnectSentinel(t *testing.T) {
 	wantCode(t, probe(t, follow, "--redis", sn.URL()), ExitOK, "")
 }
 
+// TestConnectRefusedShortTimeout: a port nobody listens on is reported as
+// refused at once, whatever --timeout is. go-redis' dial retries (five,
+// 100ms apart; a sentinel's take longer) outlasted a short timeout, and the
+// error became "context deadline exceeded", as if the server were slow.
+func TestConnectRefusedShortTimeout(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{
+		{"--redis", "redis://127.0.0.1:1/0", "--timeout", "200ms"},
+		{"--redis", "redis+cluster://127.0.0.1:1,127.0.0.1:2", "--timeout", "200ms"},
+		{"--sentinel", "127.0.0.1:1", "--master-name", "mymaster", "--timeout", "1s"},
+	} {
+		start := time.Now()
+		wantCode(t, probe(t, nil, args...), ExitRedis, "connect: connection refused")
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("%v: refused after %v; want at once", args, d)
+		}
+	}
+}
+
 func TestRedactURL(t *testing.T) {
 	cases := map[string]string{
 		"redis://127.0.0.1:6379/0":                   "redis://127.0.0.1:6379/0",

@@ -245,7 +245,10 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		return nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), connURLForms)
 	}
 	if multi {
-		for _, h := range strings.Split(hosts, ",") {
+		for i, h := range strings.Split(hosts, ",") {
+			if h == "" && strings.Contains(hosts, ",") {
+				return nil, fmt.Errorf("redis URL %q: host %d of the list is empty; accepted: %s", shown, i+1, connURLForms)
+			}
 			if _, err := url.Parse("redis://" + h); err != nil {
 				return nil, fmt.Errorf("redis URL %q: host %q does not parse: %v; accepted: %s", shown, h, urlErrorReason(err), connURLForms)
 			}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/lockcore"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -134,6 +136,14 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		}
 		if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the server
 			return nil, usageErrorf("redis %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", shown, opt.DB)
+		}
+		// A server that accepts and never answers gives "i/o timeout", or
+		// "context deadline exceeded" when stuck in a TLS handshake or
+		// behind a sentinel: say which limit ran out. A deadline of the
+		// caller's (watch --duration) is not the server's fault.
+		var ne net.Error
+		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
+			return nil, redisError(shown, fmt.Errorf("no answer within %s (%s)", lockcore.FormatDuration(s.Timeout), f.settingName(keyRedisTimeout, "--timeout")))
 		}
 		if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
 			return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))

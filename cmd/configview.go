@@ -104,7 +104,11 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	for _, k := range keys {
 		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: settingSource(cmd, f.Config, f.ConfigPath, k), Env: envName(k), Problem: problems[k]}
 		if k == keyRedisSentinel { // a string or a YAML list
-			s.Value = strings.Join(listSetting(f.Config, k), ",")
+			addrs := listSetting(f.Config, k)
+			for i, a := range addrs { // a URL given as an address may hold a password
+				addrs[i] = RedactURL(a)
+			}
+			s.Value = strings.Join(addrs, ",")
 		}
 		if k == keyRedisPassword && s.Value == "" && os.Getenv("REDISCLI_AUTH") != "" {
 			s.Value, s.Source = os.Getenv("REDISCLI_AUTH"), "env"

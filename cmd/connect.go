@@ -106,13 +106,15 @@ func urlSecrets(raw string) []string {
 			out = append(out, d)
 		}
 	}
-	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if user, pw, has := strings.Cut(rest[:at], ":"); has {
-				add(pw)
-			} else {
-				add(user)
-			}
+	rest := raw
+	if _, r, ok := strings.Cut(raw, "://"); ok {
+		rest = r
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 { // also user:pw@host without a scheme, as RedactURL
+		if user, pw, has := strings.Cut(rest[:at], ":"); has {
+			add(pw)
+		} else {
+			add(user)
 		}
 	}
 	if _, q, ok := strings.Cut(raw, "?"); ok {
@@ -189,6 +191,9 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 			return nil, fmt.Errorf("--sentinel %s needs --master-name, the name the sentinels monitor the primary under", strings.Join(s.SentinelAddrs, ","))
 		}
 		for _, a := range s.SentinelAddrs {
+			if strings.ContainsAny(a, "@/") { // a URL, perhaps with a password: shown redacted
+				return nil, fmt.Errorf("--sentinel address %q is not host:port (the sentinels' password goes in LOCKCTL_REDIS_SENTINEL_PASSWORD or redis.sentinel_password)", RedactURL(a))
+			}
 			if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" {
 				return nil, fmt.Errorf("--sentinel address %q is not host:port", a)
 			}

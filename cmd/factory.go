@@ -101,6 +101,9 @@ func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string
 	}
 	// Registered before parsing: a URL that does not parse is quoted in errors.
 	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
+	for _, a := range s.SentinelAddrs { // a URL given as an address
+		f.secrets = append(f.secrets, urlSecrets(a)...)
+	}
 	f.secrets = append(f.secrets, s.Password, s.SentinelPassword, os.Getenv("REDISCLI_AUTH"))
 	shown := RedactURL(s.URL)
 	if len(s.SentinelAddrs) > 0 {

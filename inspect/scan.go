@@ -30,7 +30,8 @@ type ScanOptions struct {
 
 // Scan walks the keyspace with SCAN MATCH (never KEYS) on every primary of
 // a cluster (ForEachMaster) or on the one server, reads each page of
-// matching keys with Read (two pipelined round trips) while the next page
+// matching keys with Read (two pipelined round trips; on a cluster through
+// the cluster client, which follows MOVED and ASK) while the next page
 // is being fetched, and calls emit for each Lock, from one goroutine at a
 // time. When ctx is cancelled (Ctrl-C) it stops fetching pages, finishes the
 // pages in flight and returns ctx's error with what was emitted; it returns
@@ -48,15 +49,18 @@ func (r *Reader) Scan(ctx context.Context, c redis.UniversalClient, so ScanOptio
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		// ForEachMaster would stop at ctx's cancellation before a node is
 		// done; the scan loop watches ctx itself.
+		// Keys are read through the cluster client, which follows MOVED
+		// and ASK: a companion key on another primary's slot, or a slot
+		// migrating during the scan, is read where it is.
 		err := cc.ForEachMaster(context.WithoutCancel(ctx), func(_ context.Context, node *redis.Client) error {
-			return st.scanNode(ctx, node)
+			return st.scanNode(ctx, node, cc)
 		})
 		if err == nil {
 			err = ctx.Err()
 		}
 		return err
 	}
-	if err := st.scanNode(ctx, c); err != nil {
+	if err := st.scanNode(ctx, c, c); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -77,9 +81,10 @@ func (st *scanState) limitReached() bool {
 // scanWorkers read and decode pages in parallel with the SCAN loop.
 const scanWorkers = 4
 
-// scanNode scans one server: one goroutine fetches SCAN pages, scanWorkers
-// read and decode them, so the next page is on the wire while the last is decoded.
-func (st *scanState) scanNode(ctx context.Context, c redis.Cmdable) error {
+// scanNode scans one server (c) and reads the keys through read: one
+// goroutine fetches SCAN pages, scanWorkers read and decode them, so the
+// next page is on the wire while the last is decoded.
+func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable) error {
 	count := st.so.Count
 	if count <= 0 {
 		count = DefaultScanCount
@@ -129,7 +134,7 @@ func (st *scanState) scanNode(ctx context.Context, c redis.Cmdable) error {
 				if st.limitReached() {
 					continue
 				}
-				locks, err := st.r.Read(readCtx, c, keys)
+				locks, err := st.r.Read(readCtx, read, keys)
 				if err != nil {
 					fail(err)
 					continue

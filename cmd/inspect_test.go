@@ -252,3 +252,26 @@ func TestWatchShortDuration(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestInspectReadRefused: a user whose ACL refuses TYPE gets exit 3 and one
+// line naming the command and the key (inspect showed the lock as ABSENT,
+// exit 0, and watch reported it released); the password is not shown.
+func TestInspectReadRefused(t *testing.T) {
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	seed(t, admin)
+	if err := admin.Do(bg, "acl", "setuser", "notype", "on", ">notype-pass", "~*", "+@read", "+@connection", "-type").Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://notype:notype-pass@" + s.Addr + "/0"
+	for _, args := range [][]string{
+		{"inspect", "--key", "horizon:lock:x"},
+		{"watch", "--key", "horizon:lock:x", "--duration", "300ms"},
+	} {
+		code, out, errOut := run(t, append(args, "--redis", url)...)
+		want := `lockctl: redis redis://notype:***@` + s.Addr + `/0: TYPE "horizon:lock:x": NOPERM`
+		if code != cmd.ExitRedis || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 || strings.Contains(out+errOut, "notype-pass") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 3 and %q", args, code, out, errOut, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,8 +65,9 @@ func (r *Reader) now() time.Time {
 
 // Read inspects keys on c in two pipelined round trips and returns one Lock
 // per key, in order. It returns the client's error when the connection
-// fails; a server error on one command (WRONGTYPE, unknown command, NOPERM
-// on OBJECT) only leaves that part of the Lock empty.
+// fails, and a *ReadError when the server refuses a read that decides what
+// is at a key (NOPERM, CLUSTERDOWN); WRONGTYPE, and any error on
+// PEXPIRETIME or OBJECT IDLETIME, only leave that part of the Lock empty.
 func (r *Reader) Read(ctx context.Context, c redis.Cmdable, keys []string) ([]Lock, error) {
 	vals, comp, err := r.ReadValues(ctx, c, keys)
 	if err != nil {
@@ -112,8 +114,11 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 	}
 	vals := make([]Value, len(keys))
 	var untyped []int
-	for i := range keys {
+	for i, k := range keys {
 		m := cmds[i]
+		if err := refused(k, m.typ, m.pttl, m.getrange); err != nil {
+			return nil, nil, err
+		}
 		v := Value{}
 		v.PTTL, _ = m.pttl.Int64()
 		if m.typ != nil {
@@ -164,6 +169,9 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 			return nil, nil, err
 		}
 		for j, i := range untyped {
+			if err := refused(keys[i], typs[j]); err != nil {
+				return nil, nil, err
+			}
 			vals[i].Type, _ = typs[j].Text()
 		}
 	}
@@ -233,6 +241,9 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		if ic == nil {
 			continue
 		}
+		if err := refused(keys[i], ic.size, ic.items); err != nil {
+			return nil, err
+		}
 		v := &vals[i]
 		v.Size, _ = ic.size.Int64()
 		switch v.Type {
@@ -255,6 +266,9 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 	}
 	for _, ck := range compOrder {
 		cc := comps[ck]
+		if err := refused(ck, cc.typ, cc.pttl, cc.get, cc.lrange); err != nil {
+			return nil, err
+		}
 		v := Value{}
 		v.Type, _ = cc.typ.Text()
 		v.PTTL, _ = cc.pttl.Int64()
@@ -274,6 +288,36 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		out[ck] = v
 	}
 	return out, nil
+}
+
+// ReadError is a read the server refused with an error reply that leaves
+// what is at Key unknown: NOPERM (the ACL denies the command or the key),
+// CLUSTERDOWN, MASTERDOWN and the like. Taken for an empty reply, it would
+// show an existing lock as ABSENT, or a held one as CONSTANT_OWNER.
+type ReadError struct {
+	Command string
+	Key     string
+	Err     error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("%s %q: %v", e.Command, e.Key, e.Err) }
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// refused returns a ReadError for the first of cmds (nil ones skipped) with
+// an error reply other than WRONGTYPE, which the key's type explains (a
+// GETRANGE on a hash). PEXPIRETIME and OBJECT IDLETIME are never passed:
+// without them the expiry is estimated and the idle time left out.
+func refused(key string, cmds ...*redis.Cmd) error {
+	for _, c := range cmds {
+		if c == nil {
+			continue
+		}
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return &ReadError{Command: strings.ToUpper(c.Name()), Key: key, Err: err}
+		}
+	}
+	return nil
 }
 
 // scanItems returns the elements of an HSCAN/SSCAN reply [cursor, [items...]].

@@ -11,6 +11,7 @@ import (
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestScan(t *testing.T) {
@@ -115,5 +116,59 @@ func TestLightRead(t *testing.T) {
 		if want := "string/lockctl string/unknown hash/redisson list/unknown none/unknown"; strings.Join(got, " ") != want {
 			t.Errorf("light %v: %s, want %s", light, strings.Join(got, " "), want)
 		}
+	}
+}
+
+// TestReadRefused: a read the server refuses (NOPERM for a command or a key
+// the ACL denies) is an error naming the command and the key, for the lock
+// and for its companion keys, in a scan's light reads too. Taken for an
+// empty reply, it showed a held lock as ABSENT or as CONSTANT_OWNER "".
+func TestReadRefused(t *testing.T) {
+	s := redistest.Shared(t)
+	admin := s.Client(t)
+	p := "t:" + t.Name() + ":"
+	lock := p + "lock"
+	must(t, admin.Set(ctx, lock, lockcore.FormatValue(3, lockcore.NewOwnerToken()), time.Minute).Err())
+	must(t, admin.Set(ctx, lockcore.FenceKeyFor(lock), 3, 0).Err())
+	must(t, admin.HIncrBy(ctx, p+"hash", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
+	for _, tc := range []struct {
+		user string
+		acl  []any
+		key  string
+		want string
+	}{
+		{"notype", []any{"~*", "+@read", "+@connection", "-type"}, lock, `TYPE "` + lock + `": NOPERM`},
+		{"nogetrange", []any{"~*", "+@read", "+@connection", "-getrange"}, lock, `GETRANGE "` + lock + `": NOPERM`},
+		{"nohscan", []any{"~*", "+@read", "+@connection", "-hscan"}, p + "hash", `HSCAN "` + p + `hash": NOPERM`},
+		{"nofencekey", []any{"~" + lock, "+@read", "+@connection"}, lock, `TYPE "` + lockcore.FenceKeyFor(lock) + `": NOPERM`},
+		{"nokey", []any{"~" + p + "other", "+@read", "+@connection"}, lock, `TYPE "` + lock + `": NOPERM`},
+	} {
+		user := t.Name() + "-" + tc.user
+		must(t, admin.Do(ctx, append([]any{"acl", "setuser", user, "reset", "on", ">pw"}, tc.acl...)...).Err())
+		t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", user) })
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+		for _, light := range []bool{false, true} {
+			locks, err := (&inspect.Reader{Light: light}).Read(ctx, c, []string{tc.key})
+			var re *inspect.ReadError
+			want := tc.want
+			if light {
+				want = `": NOPERM` // a scan's reads send other commands first
+			}
+			if err == nil || !errors.As(err, &re) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s, light %v: err %v, want %q (read %+v)", tc.user, light, err, want, locks)
+			}
+		}
+		_ = c.Close()
+	}
+	// NOPERM on PEXPIRETIME and OBJECT only leaves the expiry estimated
+	// and the idle time out.
+	user := t.Name() + "-nopexpiretime"
+	must(t, admin.Do(ctx, "acl", "setuser", user, "reset", "on", ">pw", "~*", "+@read", "+@connection", "-pexpiretime", "-object").Err())
+	t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", user) })
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+	defer c.Close()
+	l := readOne(t, c, lock, inspect.Options{})
+	if l.Layout.Name != "lockctl" || l.Layout.Confidence != inspect.Certain || l.ExpiresAt == nil || l.IdleSeconds != nil || codes(l) != "" {
+		t.Errorf("without PEXPIRETIME and OBJECT: %+v", l)
 	}
 }

@@ -107,7 +107,7 @@ func (d *detection) lockctl(s string) {
 	f := &Fence{CounterKey: key}
 	d.lock.Fence = f
 	d.fenced = true
-	n, isInt := parseInt(string(cv.Bytes))
+	n, isInt := incrInt(cv.Bytes)
 	isInt = ok && cv.Type == "string" && isInt
 	if isInt {
 		f.Counter = ptr(n)
@@ -128,7 +128,7 @@ func (d *detection) lockctl(s string) {
 	}
 	d.setLayout("lockctl", Certain)
 	if !isInt {
-		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is not an integer (%s %s)", key, cv.Type, describe(cv.Bytes))
+		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
 		return
 	}
 	switch {
@@ -136,7 +136,23 @@ func (d *detection) lockctl(s string) {
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
 	case n > fence:
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is below the counter %d at %q: a later acquire issued a newer token", fence, n, key)
+	case n == math.MaxInt64:
+		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
 	}
+}
+
+// incrInt parses b as INCR does (Redis's string2ll): an optional '-' and
+// decimal digits without a leading zero, within int64; no sign '+', no
+// spaces. A counter strconv would take (" 5", "+5", "05") makes the
+// acquire script's INCR fail, so it is not an integer here either.
+func incrInt(b []byte) (int64, bool) {
+	s := string(b)
+	digits := strings.TrimPrefix(s, "-")
+	if !isDigits(digits) || len(digits) > 1 && digits[0] == '0' || s == "-0" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // shedlock, providers/redis/shedlock-provider-redis-spring/src/main/java/

@@ -3,6 +3,9 @@ package inspect_test
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +285,38 @@ func TestFenceOverflow(t *testing.T) {
 			l.Fence == nil || l.Fence.Value != nil || l.Fence.Counter == nil || *l.Fence.Counter != 2 {
 			t.Errorf("fence %s: layout %v, fence %+v, findings %+v", fence, l.Layout, l.Fence, l.Findings)
 		}
+	}
+}
+
+// A fence counter INCR refuses (" 5", "+5", "05": strconv takes them, Redis
+// does not; 2^63−1: INCR would overflow) makes the next acquire fail, so
+// it is FENCE_MISMATCH even when it reads as the holder's fence. It was
+// shown as the counter 5 (or 2^63−1) with no finding.
+func TestFenceCounterIncrRefuses(t *testing.T) {
+	c := client(t)
+	owner := lockcore.NewOwnerToken()
+	for i, tc := range []struct {
+		fence   int64
+		counter string
+	}{{5, " 5"}, {5, "+5"}, {5, "05"}, {5, "5\n"}, {math.MaxInt64, "9223372036854775807"}} {
+		k := fmt.Sprintf("t:%s:%d", t.Name(), i)
+		must(t, c.Set(ctx, k, lockcore.FormatValue(tc.fence, owner), 20*time.Second).Err())
+		must(t, c.Set(ctx, lockcore.FenceKeyFor(k), tc.counter, 0).Err())
+		// The claim the finding makes: an acquire on this counter fails.
+		var fe *lockcore.FenceCounterError
+		if _, err := lockcore.NewLocker(c).Acquire(ctx, lockcore.Keys{Lock: k + ":other", Fence: lockcore.FenceKeyFor(k)}, time.Second); !errors.As(err, &fe) {
+			t.Fatalf("counter %q: acquire gave %v, want a FenceCounterError", tc.counter, err)
+		}
+		l := readOne(t, c, k, inspect.Options{})
+		if codes(l) != "FENCE_MISMATCH:error" || !strings.Contains(l.Findings[0].Message, "the next acquire fails") {
+			t.Errorf("counter %q: fence %+v, findings %+v", tc.counter, l.Fence, l.Findings)
+		}
+	}
+	// A counter INCR can raise, equal to the holder's fence: no finding.
+	k := "t:" + t.Name() + ":ok"
+	must(t, c.Set(ctx, k, lockcore.FormatValue(math.MaxInt64-1, owner), 20*time.Second).Err())
+	must(t, c.Set(ctx, lockcore.FenceKeyFor(k), math.MaxInt64-1, 0).Err())
+	if l := readOne(t, c, k, inspect.Options{}); codes(l) != "" || l.Fence.Counter == nil || *l.Fence.Counter != math.MaxInt64-1 {
+		t.Errorf("counter 2^63−2: fence %+v, findings %+v", l.Fence, l.Findings)
 	}
 }

@@ -245,7 +245,15 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 			return nil, err
 		}
 		v := &vals[i]
-		v.Size, _ = ic.size.Int64()
+		size, err := ic.size.Int64()
+		if err == nil && size == 0 && v.Type != "string" {
+			// Redis deletes an emptied hash, list, set or zset: the key
+			// expired (or was deleted) since round 1. Its fields are
+			// gone, so it is absent, not a hash no library writes.
+			*v = Value{Type: "none", PTTL: -2}
+			continue
+		}
+		v.Size = size
 		switch v.Type {
 		case "string":
 			v.Truncated = v.Size > int64(len(v.Bytes))

@@ -172,3 +172,62 @@ func TestReadRefused(t *testing.T) {
 		t.Errorf("without PEXPIRETIME and OBJECT: %+v", l)
 	}
 }
+
+// vanishHook deletes key (through admin) just before the reader's second
+// round trip (the size of a hash, list, set or zset) is sent: the key
+// expires between the two.
+type vanishHook struct {
+	admin *redis.Client
+	key   string
+	done  bool
+}
+
+func (h *vanishHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *vanishHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *vanishHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		switch cmds[0].Name() {
+		case "hlen", "llen", "scard", "zcard":
+			if !h.done {
+				h.done = true
+				_ = h.admin.Del(ctx, h.key).Err()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestVanishedBetweenReads: a hash, list, set or zset that expires between
+// the first round trip (TYPE, PTTL) and the second (its size and items) is
+// absent, and a scan skips it. It was read as an existing key with no
+// fields: a Redisson lock became WRONG_TYPE ("a hash whose fields no lock
+// library writes"), thousands of times in a scan of short leases, and
+// watch saw an owner-less hash take it over.
+func TestVanishedBetweenReads(t *testing.T) {
+	s := redistest.Shared(t)
+	admin := s.Client(t)
+	p := "t:" + t.Name() + ":"
+	for _, typ := range []string{"hash", "list", "set", "zset"} {
+		k := p + typ
+		for _, light := range []bool{false, true} {
+			switch typ {
+			case "hash":
+				must(t, admin.HIncrBy(ctx, k, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
+			case "list":
+				must(t, admin.RPush(ctx, k, "x").Err())
+			case "set":
+				must(t, admin.SAdd(ctx, k, "x").Err())
+			case "zset":
+				must(t, admin.ZAdd(ctx, k, redis.Z{Score: 1, Member: "x"}).Err())
+			}
+			c := redis.NewClient(&redis.Options{Addr: s.Addr})
+			c.AddHook(&vanishHook{admin: admin, key: k})
+			locks, err := (&inspect.Reader{Light: light}).Read(ctx, c, []string{k})
+			_ = c.Close()
+			must(t, err)
+			if l := locks[0]; l.Exists || l.Type != "none" || codes(l) != "ABSENT:info" {
+				t.Errorf("%s, light %v: exists %v, type %s, findings %s", typ, light, l.Exists, l.Type, codes(l))
+			}
+		}
+	}
+}

@@ -36,6 +36,10 @@ type Value struct {
 	Size int64
 	// Truncated says Bytes, Fields or Items hold only part of the value.
 	Truncated bool
+	// Changed says a lockctl value read again after its fence counter was
+	// no longer Bytes: a new holder acquired the key between the reads,
+	// so the counter was read after it issued a newer fence.
+	Changed bool
 }
 
 // Exists reports whether the key was there.

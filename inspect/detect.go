@@ -134,6 +134,9 @@ func (d *detection) lockctl(s string) {
 	switch {
 	case n < fence:
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
+	case n > fence && d.v.Changed:
+		// The counter was read after a new acquire took the key; the
+		// holder shown is the one before it.
 	case n > fence:
 		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is below the counter %d at %q: a later acquire issued a newer token", fence, n, key)
 	case n == math.MaxInt64:

@@ -2,6 +2,7 @@ package inspect_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
 )
 
 func codes(l inspect.Lock) string {
@@ -318,5 +321,63 @@ func TestFenceCounterIncrRefuses(t *testing.T) {
 	must(t, c.Set(ctx, lockcore.FenceKeyFor(k), math.MaxInt64-1, 0).Err())
 	if l := readOne(t, c, k, inspect.Options{}); codes(l) != "" || l.Fence.Counter == nil || *l.Fence.Counter != math.MaxInt64-1 {
 		t.Errorf("counter 2^63−2: fence %+v, findings %+v", l.Fence, l.Findings)
+	}
+}
+
+// reacquireHook runs acquire (a new holder taking the key) just before the
+// reader's second round trip, which opens with the fence counter's TYPE.
+type reacquireHook struct {
+	acquire func()
+	done    bool
+}
+
+func (h *reacquireHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *reacquireHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *reacquireHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if args := cmds[0].Args(); !h.done && cmds[0].Name() == "type" && len(args) == 2 && strings.HasSuffix(fmt.Sprint(args[1]), ":fence") {
+			h.done = true
+			h.acquire()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// A lock released and acquired again between the two round trips: the
+// counter read in the second is the new holder's fence, one above the
+// value read in the first. That is no FENCE_MISMATCH ("a later acquire
+// issued a newer token" was reported for a lock taken every few ms, in
+// up to every key of a scan); a counter above a value that did not change
+// still is.
+func TestFenceReacquiredBetweenReads(t *testing.T) {
+	s := redistest.Shared(t)
+	admin := s.Client(t)
+	for _, reacquire := range []bool{true, false} {
+		for _, light := range []bool{false, true} {
+			k := fmt.Sprintf("t:%s:%v:%v", t.Name(), reacquire, light)
+			keys := lockcore.Keys{Lock: k, Fence: lockcore.FenceKeyFor(k)}
+			l, err := lockcore.NewLocker(admin).Acquire(ctx, keys, 20*time.Second)
+			must(t, err)
+			c := redis.NewClient(&redis.Options{Addr: s.Addr})
+			c.AddHook(&reacquireHook{acquire: func() {
+				if !reacquire { // a stale holder's value under a newer counter
+					must(t, admin.Incr(ctx, keys.Fence).Err())
+					return
+				}
+				must(t, l.Release(ctx))
+				_, err := lockcore.NewLocker(admin).Acquire(ctx, keys, 20*time.Second)
+				must(t, err)
+			}})
+			locks, err := (&inspect.Reader{Light: light}).Read(ctx, c, []string{k})
+			_ = c.Close()
+			must(t, err)
+			got, want := codes(locks[0]), ""
+			if !reacquire {
+				want = "FENCE_MISMATCH:error"
+			}
+			if got != want || locks[0].Layout.Name != "lockctl" {
+				t.Errorf("reacquired %v, light %v: layout %s, findings %s, want %q", reacquire, light, locks[0].Layout.Name, got, want)
+			}
+		}
 	}
 }

@@ -26,7 +26,8 @@ const (
 // IDLETIME and GETRANGE 0 MaxValueBytes-1 (a string value is never read
 // past the bound); round 2 STRLEN of the strings that filled the bound, the
 // sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
-// SCARD + SSCAN, ZCARD + ZRANGE) and the detected layouts' companion keys.
+// SCARD + SSCAN, ZCARD + ZRANGE), the detected layouts' companion keys and,
+// after its fence counter, a lockctl value again (Value.Changed).
 // It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options
@@ -189,6 +190,7 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 	pipe := c.Pipeline()
 	n := r.maxItems()
 	items := make([]*itemCmds, len(keys))
+	again := make([]*redis.Cmd, len(keys))
 	comps := map[string]*compCmds{}
 	var compOrder []string
 	queued := 0
@@ -228,6 +230,12 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 			comps[ck] = cc
 			compOrder = append(compOrder, ck)
 			queued += 3
+		}
+		if v.Type == "string" && isLockctlValue(string(v.Bytes)) {
+			// After its fence counter: a counter above the holder's
+			// fence is FENCE_MISMATCH only if no acquire came between.
+			again[i] = pipe.Do(ctx, "getrange", k, 0, r.maxBytes()-1)
+			queued++
 		}
 	}
 	out := map[string]Value{}
@@ -270,6 +278,17 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 				count /= 2
 			}
 			v.Truncated = v.Size > count
+		}
+	}
+	for i, c := range again {
+		if c == nil {
+			continue
+		}
+		if err := refused(keys[i], c); err != nil {
+			return nil, err
+		}
+		if now, _ := c.Text(); now != string(vals[i].Bytes) {
+			vals[i].Changed = true
 		}
 	}
 	for _, ck := range compOrder {

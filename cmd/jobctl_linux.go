@@ -96,22 +96,45 @@ func controllingTerminal() (*os.File, bool) {
 // pipeline (lockctl run ... | less), whose other commands may read the
 // terminal too (a pager does).
 func groupShared() bool {
-	pgrp := unix.Getpgrp()
 	mine, _ := ancestorsInGroup()
-	d, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range d {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || mine[pid] {
-			continue
-		}
-		if pg, err := unix.Getpgid(pid); err == nil && pg == pgrp {
+	for _, pid := range groupPIDs() {
+		if !mine[pid] {
 			return true
 		}
 	}
 	return false
+}
+
+// groupStopped reports whether a process of lockctl's group other than
+// lockctl is stopped: a Ctrl-Z typed at lockctl's job reached the group.
+func groupStopped() bool {
+	for _, pid := range groupPIDs() {
+		if f, err := statFields(pid); err == nil && f[0] == "T" {
+			return true
+		}
+	}
+	return false
+}
+
+// groupPIDs returns the processes of lockctl's process group, lockctl
+// excluded (from /proc; none if it cannot be read).
+func groupPIDs() []int {
+	pgrp, self := unix.Getpgrp(), os.Getpid()
+	d, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range d {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if pg, err := unix.Getpgid(pid); err == nil && pg == pgrp {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // procAttr is childProcAttr, with the child's group in the terminal's
@@ -156,11 +179,16 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 			return false, true
 		}
 		_ = signalGroup(child, syscall.SIGTSTP)
-		if j.lazy && j.foreground() {
+		if j.lazy && (j.foreground() || groupStopped()) {
 			// A Ctrl-Z typed at the pipeline: the terminal stopped the rest
 			// of lockctl's job at once, and the shell may already say so
 			// and send fg. Waiting for the child's stop before stopping
-			// too, lockctl stopped the job again after that fg.
+			// too, lockctl stopped the job again after that fg. The shell
+			// may have the terminal back already (its job is a script
+			// whose pipeline this is: the script's sh stopped), so a
+			// stopped member of the group counts too. Waiting could last:
+			// a child that was forking when the SIGTSTP came (sh's vfork)
+			// does not stop while its stopped new process holds it.
 			j.suspend(child, true)
 			return true, true
 		}
@@ -417,15 +445,25 @@ func ancestorsInGroup() (in map[int]bool, outside int) {
 
 // parentOf reads pid's parent from /proc/PID/stat.
 func parentOf(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
+	}
+	return strconv.Atoi(f[1])
+}
+
+// statFields returns the fields of /proc/PID/stat after the command name:
+// state, ppid, pgrp, ... (proc(5)); at least two.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
 	}
 	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	f := strings.Fields(string(b[i+1:]))
 	if i < 0 || len(f) < 2 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	return strconv.Atoi(f[1])
+	return f, nil
 }

@@ -84,6 +84,19 @@ type RedisConn struct {
 	// Cluster is true for a Redis Cluster client (*redis.ClusterClient):
 	// the lock and fence keys must then share a hash slot (keysFor).
 	Cluster bool
+	// scrub masks the connection's secrets (Factory.scrub); nil masks none.
+	scrub func(string) string
+}
+
+// errLine is err on one line with the connection's secrets masked: for
+// what a command prints while it runs (Execute masks the error it ends
+// with). A server's or the client's error may quote what it was given.
+func (c *RedisConn) errLine(err error) string {
+	s := err.Error()
+	if c.scrub != nil {
+		s = c.scrub(s)
+	}
+	return oneLine(errors.New(s))
 }
 
 // Close closes the client.
@@ -154,7 +167,7 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 	}
 	_, cluster := client.(*redis.ClusterClient)
-	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster}, nil
+	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub}, nil
 }
 
 // scrub replaces every known secret in s with ***.

@@ -599,7 +599,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			defer t.Stop()
 			kill = t.C
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
-				oneLineText(stopReason(cause, lastRenewErr, opts.Lease, lock.Keys.Lock)), lockcore.FormatDuration(wait.Round(time.Millisecond)))
+				oneLineText(stopReason(cause, lastRenewErr, conn, opts.Lease, lock.Keys.Lock)), lockcore.FormatDuration(wait.Round(time.Millisecond)))
 		case <-kill:
 			kill = nil
 			_ = signalGroup(child.Process, syscall.SIGKILL)
@@ -621,7 +621,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 		case errors.Is(relErr, lockcore.ErrNotHeld):
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: %s was no longer held when the command exited (it expired or was taken over)\n", oneLineText(lock.Keys.Lock))
 		case relErr != nil:
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", oneLineText(lock.Keys.Lock), oneLine(relErr), lockcore.FormatDuration(lock.Lease))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", oneLineText(lock.Keys.Lock), conn.errLine(relErr), lockcore.FormatDuration(lock.Lease))
 		}
 		if code := childExitCode(child.ProcessState); code != 0 {
 			return &ExitError{Code: code}
@@ -635,8 +635,9 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	return &ExitError{Code: code, Err: fmt.Errorf("command stopped (%s), lock %s", child.ProcessState, releaseText(relErr))}
 }
 
-// stopReason says why the Keeper cancelled the work.
-func stopReason(cause, lastRenewErr error, l lockcore.Lease, key string) string {
+// stopReason says why the Keeper cancelled the work (a renewal's error
+// with conn's secrets masked).
+func stopReason(cause, lastRenewErr error, conn *RedisConn, l lockcore.Lease, key string) string {
 	switch {
 	case errors.Is(cause, lockcore.ErrBudgetExceeded) && !l.Renewable:
 		return fmt.Sprintf("budget %s reached (the fixed lease ends with it: stopping cancel margin + grace early)", lockcore.FormatDuration(l.Budget))
@@ -647,7 +648,7 @@ func stopReason(cause, lastRenewErr error, l lockcore.Lease, key string) string 
 	case errors.Is(lastRenewErr, lockcore.ErrNotHeld):
 		return fmt.Sprintf("lease lost: %s is no longer ours (it expired or another owner holds it)", key)
 	case lastRenewErr != nil:
-		return fmt.Sprintf("lease lost: renewals of %s failed (%s) and the lease can no longer be proven", key, oneLine(lastRenewErr))
+		return fmt.Sprintf("lease lost: renewals of %s failed (%s) and the lease can no longer be proven", key, conn.errLine(lastRenewErr))
 	}
 	return fmt.Sprintf("lease lost: no renewal of %s succeeded in time (Redis unreachable or too slow)", key)
 }

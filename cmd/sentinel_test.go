@@ -163,3 +163,33 @@ func TestWatchRetriesStalledSample(t *testing.T) {
 		t.Errorf("exit %d after a stall longer than --timeout, want 3; stderr %q", code, w.stderr())
 	}
 }
+
+// TestWatchRetryLineMasksPassword: watch's retry line, printed while it
+// runs, masks the connection's secrets as Execute's last line does. The
+// password here is a word of the client's own error ("i/o timeout").
+func TestWatchRetryLineMasksPassword(t *testing.T) {
+	s, err := redistest.Launch("--requirepass", "timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "timeout"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	w := startWatch(t, []string{"LOCKCTL_REDIS_URL=redis://:timeout@" + s.Addr + "/0"}, "watch", "order-mask-001", "-o", "jsonl",
+		"--interval", "50ms", "--duration", "1m", "--timeout", "1s")
+	w.waitFor(t, inspect.EventFree, 10*time.Second)
+	if err := rdb.Do(bg, "CLIENT", "PAUSE", "1500", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(w.stderr(), "answers again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery line; stderr %q", w.stderr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	errOut := w.stderr()
+	if !strings.Contains(errOut, "i/o ***; retrying for up to 1s (--timeout)") || strings.Contains(errOut, "i/o timeout") {
+		t.Errorf("stderr %q: want the retry line with the password masked", errOut)
+	}
+}

@@ -147,7 +147,7 @@ func watchRun(opts *WatchOptions) error {
 			return watchEnd(opts, ctx, conn, err)
 		case failingSince.IsZero():
 			failingSince = now
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s: %s; retrying for up to %s (--timeout)\n", conn.URL, oneLine(err), lockcore.FormatDuration(conn.Timeout))
+			fmt.Fprintf(opts.IO.ErrOut, "lockctl: watch: redis %s: %s; retrying for up to %s (--timeout)\n", conn.URL, conn.errLine(err), lockcore.FormatDuration(conn.Timeout))
 		}
 		for _, l := range locks {
 			sample := inspect.SampleOf(l, at)

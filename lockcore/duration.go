@@ -46,6 +46,12 @@ var durationSyntax = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μ
 
 // ParsePositiveDuration is ParseDuration that also rejects zero and negative values.
 func ParsePositiveDuration(s string) (time.Duration, error) {
+	// A bare 0 or negative number: "did you mean 0s?" would suggest a value
+	// refused here too.
+	t := strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(t, 64); err == nil && f <= 0 && durationSyntax.MatchString(t+"s") {
+		return 0, fmt.Errorf("%q must be positive, with a unit such as 30s, 1500ms, 20m, 13h", s)
+	}
 	d, err := ParseDuration(s)
 	if err != nil {
 		return 0, err

@@ -153,6 +153,9 @@ func TestParseDuration(t *testing.T) {
 		"0x1p4": `"0x1p4" is not a duration`,
 		"1.5":   `"1.5" has no unit; did you mean 1.5s?`,
 		"0s":    "",
+		// A bare number that no unit would make positive: no hint.
+		"0":  `"0" must be positive, with a unit such as 30s`,
+		"-5": `"-5" must be positive`,
 	}
 	for in, want := range bad {
 		_, err := ParsePositiveDuration(in)

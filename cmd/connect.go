@@ -264,6 +264,11 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		// go-redis ignores a fragment: redis://:12#34@host would dial port 12.
 		return nil, fmt.Errorf("redis URL %q has a #, which no Redis URL has (write one in a password as %%23); accepted: %s", shown, connURLForms)
 	}
+	for _, o := range overriddenURLOptions {
+		if u.Query().Has(o.name) {
+			return nil, fmt.Errorf("redis URL %q: option %s would be ignored: %s", shown, o.name, o.instead)
+		}
+	}
 	var uo *redis.UniversalOptions
 	switch u.Scheme {
 	case "redis+sentinel", "rediss+sentinel":
@@ -308,6 +313,17 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
 	}
 	return uo, nil
+}
+
+// overriddenURLOptions are the go-redis URL options (redis.ParseURL) that
+// lockctl sets itself on every connection (redisOptions): given in the URL
+// they would be overridden without a word.
+var overriddenURLOptions = []struct{ name, instead string }{
+	{"dial_timeout", "--timeout (redis.timeout) bounds the dial and each call"},
+	{"read_timeout", "--timeout (redis.timeout) bounds the dial and each call"},
+	{"write_timeout", "--timeout (redis.timeout) bounds the dial and each call"},
+	{"max_retries", "lockctl makes each call once and reports a failure"},
+	{"skip_verify", "use --tls-insecure (redis.tls_insecure)"},
 }
 
 // cutHosts splits a multi-host URL into the URL with the placeholder host

@@ -251,7 +251,11 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	}
 	if multi {
 		for i, h := range strings.Split(hosts, ",") {
-			if h == "" && strings.Contains(hosts, ",") {
+			if h == "" && !strings.Contains(hosts, ",") {
+				// go-redis would dial localhost:6379, a sentinel's port too.
+				return nil, fmt.Errorf("redis URL %q names no host; accepted: %s", shown, connURLForms)
+			}
+			if h == "" {
 				return nil, fmt.Errorf("redis URL %q: host %d of the list is empty; accepted: %s", shown, i+1, connURLForms)
 			}
 			if _, err := url.Parse("redis://" + h); err != nil {

@@ -258,8 +258,14 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 			if h == "" {
 				return nil, fmt.Errorf("redis URL %q: host %d of the list is empty; accepted: %s", shown, i+1, connURLForms)
 			}
-			if _, err := url.Parse("redis://" + h); err != nil {
+			hu, err := url.Parse("redis://" + h)
+			if err != nil {
 				return nil, fmt.Errorf("redis URL %q: host %q does not parse: %v; accepted: %s", shown, h, urlErrorReason(err), connURLForms)
+			}
+			if hu.Port() == "" {
+				// go-redis gives the first host 6379, a data port and no
+				// sentinel's, and refuses any other ("unable to parse addr param").
+				return nil, fmt.Errorf("redis URL %q: host %q has no port; each host of the list is host:port; accepted: %s", shown, h, connURLForms)
 			}
 		}
 		u.Host = hosts

@@ -194,8 +194,13 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 			if strings.ContainsAny(a, "@/") { // a URL, perhaps with a password: shown redacted
 				return nil, fmt.Errorf("--sentinel address %q is not host:port (the sentinels' password goes in LOCKCTL_REDIS_SENTINEL_PASSWORD or redis.sentinel_password)", RedactURL(a))
 			}
-			if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" {
+			h, p, err := net.SplitHostPort(a)
+			if err != nil || h == "" || p == "" {
 				return nil, fmt.Errorf("--sentinel address %q is not host:port", a)
+			}
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				// Else the dial fails (exit 3), quoting it: "unknown port".
+				return nil, fmt.Errorf("--sentinel address %q: port %q is not a number from 1 to 65535", RedactURL(a), RedactURL(p))
 			}
 		}
 		// The URL still gives the primary's credentials, database and TLS.

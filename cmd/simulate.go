@@ -848,8 +848,12 @@ func mermaid(res simulate.Result) string {
 // mermaidID is the participant id of actor a: a itself, unless it is the
 // id of another participant (R, S, X) or a word Mermaid's sequence diagrams
 // take as a keyword (an actor named "end" closes a block that was never
-// opened, and the diagram does not render); then P_a, shown as a.
+// opened, and the diagram does not render); then P_a, shown as a. An actor
+// whose name starts with P_ gets P_ too, so that P_R is not R's id.
 func mermaidID(a string) string {
+	if strings.HasPrefix(a, "P_") {
+		return "P_" + a
+	}
 	switch strings.ToLower(a) {
 	case "r", "s", "x", "participant", "actor", "as", "loop", "alt", "else", "opt", "par", "and", "rect", "end",
 		"critical", "option", "break", "note", "over", "left", "right", "of", "activate", "deactivate",

@@ -312,3 +312,32 @@ func TestSimulateMermaidActorIDs(t *testing.T) {
 		t.Errorf("an actor's id is R or end:\n%s", out)
 	}
 }
+
+// An actor named P_R (a valid name) keeps an id apart from R's P_R: two
+// participants with one id are drawn as one.
+func TestSimulateMermaidActorIDsDistinct(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "collide.yaml")
+	spec := "name: collide\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: R, do: acquire}\n  - {at: 1s, actor: P_R, do: acquire}\n"
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := execute(t, "simulate", "--file", file, "-o", "mermaid")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	ids := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "participant ") {
+			continue
+		}
+		id, name, _ := strings.Cut(strings.TrimPrefix(l, "participant "), " as ")
+		if name == "" {
+			name = id
+		}
+		if other, dup := ids[id]; dup {
+			t.Errorf("actors %s and %s share the participant id %s:\n%s", other, name, id, out)
+		}
+		ids[id] = name
+	}
+}

@@ -279,7 +279,8 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string, force bo
 }
 
 // readOther completes res for a key that is not a string (a Redisson hash,
-// a stray list): its owner as inspect detects it (a bounded read) and, with
+// a stray list): its owner as inspect detects it (a bounded read of the key
+// alone: no companion key, which an ACL scoped to the locks may refuse) and, with
 // dump, its DUMP for forceDelete; only --force needs that (a DUMP of a big
 // key is big, and an ACL may not allow it). The DUMP is read first: if the
 // key is replaced between the two reads, the owner shown is the newer one
@@ -296,7 +297,7 @@ func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult, d
 		}
 		res.dump = d
 	}
-	locks, err := (&inspect.Reader{}).Read(ctx, c, []string{res.Key})
+	locks, err := (&inspect.Reader{NoCompanions: true}).Read(ctx, c, []string{res.Key})
 	if err != nil {
 		return res, err
 	}

@@ -235,6 +235,36 @@ func TestUnlockOwnerOtherTypeNoDump(t *testing.T) {
 	}
 }
 
+// An ACL scoped to the lock keys (~lock:*) covers none of the keys inspect
+// probes beside a hash for its layout (redisson_lock_token:{...}): unlock
+// needs only the hash's owner, so --force and --owner still work (they
+// exited 3, "TYPE \"redisson_lock_token:{lock:...}\": NOPERM").
+func TestUnlockOtherTypeLockScopedACL(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	key := "lock:OrderId:order-demo-006"
+	const field = "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1"
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "locksonly", "on", ">locksonly-pw", "~lock:*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	connect := func(context.Context) (*RedisConn, error) {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, Username: "locksonly", Password: "locksonly-pw"})
+		return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
+	}
+	rdb.HSet(ctx, key, field, 1)
+	u := newUnlock(t, srv, formatTable, key)
+	u.opts.Owner, u.opts.Redis = "x", connect
+	if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitCheckFailed || !strings.Contains(u.out.String(), "not_owner") || !strings.Contains(u.out.String(), field) {
+		t.Errorf("--owner: exit %d, stdout %q", code, u.out.String())
+	}
+	u = newUnlock(t, srv, formatTable, key)
+	u.opts.Force, u.opts.Yes, u.opts.Redis = true, true, connect
+	if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitOK || rdb.Exists(ctx, key).Val() != 0 {
+		t.Errorf("--force: exit %d, key exists %d, stdout %q", code, rdb.Exists(ctx, key).Val(), u.out.String())
+	}
+}
+
 // Ctrl-C at the --force prompt cancels (exit 130 through execute), deleting
 // nothing; it is not read as a declined answer.
 func TestUnlockForceInterruptedAtPrompt(t *testing.T) {

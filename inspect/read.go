@@ -39,6 +39,11 @@ type Reader struct {
 	// comes from the local clock + PTTL) and sends TYPE only for keys whose
 	// GETRANGE says WRONGTYPE (a string or a missing key needs no TYPE).
 	Light bool
+	// NoCompanions skips the companion keys, for a caller that needs only
+	// the keys' own values (unlock: the owner). A refused companion read
+	// is an error (ReadError), and an ACL scoped to the lock keys (~lock:*)
+	// refuses the ones probed for a layout (redisson_lock_token:{...}).
+	NoCompanions bool
 
 	noPExpireTime atomic.Bool
 }
@@ -216,6 +221,9 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 			queued++
 		}
 		for _, c := range companions(k, v, r.Options) {
+			if r.NoCompanions {
+				break
+			}
 			ck := c.Key
 			if _, ok := comps[ck]; ok {
 				continue

@@ -187,7 +187,14 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 
 type itemCmds struct{ size, items *redis.Cmd }
 
-type compCmds struct{ typ, pttl, get, lrange *redis.Cmd }
+// compCmds are the reads of one companion key. strict: it is the fence
+// counter of a lockctl value, which a refused read leaves unknown (an error,
+// not "missing"); the other companions are probes for a layout, and one the
+// server refuses (an ACL scoped to the lock keys) counts as not there.
+type compCmds struct {
+	typ, pttl, get, lrange *redis.Cmd
+	strict                 bool
+}
 
 // readRound2 reads the bounded values of non-string keys and the companion
 // keys in one pipeline.
@@ -225,10 +232,12 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 				break
 			}
 			ck := c.Key
-			if _, ok := comps[ck]; ok {
+			strict := c.Role == RoleFence && v.Type == "string"
+			if cc, ok := comps[ck]; ok {
+				cc.strict = cc.strict || strict
 				continue
 			}
-			cc := &compCmds{typ: pipe.Do(ctx, "type", ck), pttl: pipe.Do(ctx, "pttl", ck)}
+			cc := &compCmds{typ: pipe.Do(ctx, "type", ck), pttl: pipe.Do(ctx, "pttl", ck), strict: strict}
 			switch c.Role {
 			case RoleQueue:
 				cc.lrange = pipe.Do(ctx, "lrange", ck, 0, n-1)
@@ -302,7 +311,10 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 	for _, ck := range compOrder {
 		cc := comps[ck]
 		if err := refused(ck, cc.typ, cc.pttl, cc.get, cc.lrange); err != nil {
-			return nil, err
+			if cc.strict {
+				return nil, err
+			}
+			continue
 		}
 		v := Value{}
 		v.Type, _ = cc.typ.Text()

@@ -160,6 +160,17 @@ func TestReadRefused(t *testing.T) {
 		}
 		_ = c.Close()
 	}
+	// An ACL scoped to the lock keys refuses the companions probed for a
+	// layout (redisson_lock_token:{...}): they count as not there. Only a
+	// lockctl fence counter is needed (the "nofencekey" case above).
+	scoped := t.Name() + "-scoped"
+	must(t, admin.Do(ctx, "acl", "setuser", scoped, "reset", "on", ">pw", "~"+p+"*", "+@read", "+@connection").Err())
+	t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", scoped) })
+	sc := redis.NewClient(&redis.Options{Addr: s.Addr, Username: scoped, Password: "pw"})
+	defer sc.Close()
+	if h := readOne(t, sc, p+"hash", inspect.Options{}); h.Type != "hash" || h.Owner == "" {
+		t.Errorf("a hash whose companions the ACL refuses: %+v", h)
+	}
 	// NOPERM on PEXPIRETIME and OBJECT only leaves the expiry estimated
 	// and the idle time out.
 	user := t.Name() + "-nopexpiretime"

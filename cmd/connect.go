@@ -198,7 +198,7 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 			if err != nil || h == "" || p == "" {
 				return nil, fmt.Errorf("--sentinel address %q is not host:port", a)
 			}
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			if !validPort(p) {
 				// Else the dial fails (exit 3), quoting it: "unknown port".
 				return nil, fmt.Errorf("--sentinel address %q: port %q is not a number from 1 to 65535", RedactURL(a), RedactURL(p))
 			}
@@ -319,7 +319,7 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	// number that is not negative (go-redis reads -1 as 0).
 	for _, a := range uo.Addrs {
 		if _, p, err := net.SplitHostPort(a); err == nil {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			if !validPort(p) {
 				return nil, fmt.Errorf("redis URL %q: port %q is not a number from 1 to 65535", shown, p)
 			}
 		}
@@ -328,6 +328,12 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		return nil, fmt.Errorf("redis URL %q: database number %d is negative", shown, uo.DB)
 	}
 	return uo, nil
+}
+
+// validPort reports whether p is a TCP port number, 1 to 65535.
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // overriddenURLOptions are the go-redis URL options (redis.ParseURL) that

@@ -40,9 +40,8 @@ type Reader struct {
 	// GETRANGE says WRONGTYPE (a string or a missing key needs no TYPE).
 	Light bool
 	// NoCompanions skips the companion keys, for a caller that needs only
-	// the keys' own values (unlock: the owner). A refused companion read
-	// is an error (ReadError), and an ACL scoped to the lock keys (~lock:*)
-	// refuses the ones probed for a layout (redisson_lock_token:{...}).
+	// the keys' own values (unlock: the owner), and no fence counter an
+	// ACL scoped to the lock keys (~lock:*) may refuse.
 	NoCompanions bool
 
 	noPExpireTime atomic.Bool

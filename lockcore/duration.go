@@ -21,6 +21,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	// A bare decimal number gets its likely unit suggested; other numbers
 	// strconv takes (NaN, Inf, 1e3, 0x1p4) would get a hint that does not parse.
 	if _, err := strconv.ParseFloat(t, 64); err == nil && durationSyntax.MatchString(t+"s") {
+		if _, herr := ParseDuration(t + "s"); herr != nil { // 0.0001: not whole ms as seconds either
+			return 0, fmt.Errorf("%q has no unit; use a number with a unit such as 30s, 1500ms, 20m, 13h", s)
+		}
 		return 0, fmt.Errorf("%q has no unit; did you mean %ss? (units: ms, s, m, h)", s, t)
 	}
 	d, err := time.ParseDuration(t)

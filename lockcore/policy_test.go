@@ -152,7 +152,9 @@ func TestParseDuration(t *testing.T) {
 		"1e3":   `"1e3" is not a duration`,
 		"0x1p4": `"0x1p4" is not a duration`,
 		"1.5":   `"1.5" has no unit; did you mean 1.5s?`,
-		"0s":    "",
+		// Its hint would not be whole milliseconds either (fuzz seed hint_not_whole_ms).
+		"100000.0001": `"100000.0001" has no unit; use a number with a unit such as 30s`,
+		"0s":          "",
 		// A bare number that no unit would make positive: no hint.
 		"0":  `"0" must be positive, with a unit such as 30s`,
 		"-5": `"-5" must be positive`,

@@ -221,15 +221,9 @@ func TestUnlockOwnerOtherTypeNoDump(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:OrderId:order-demo-005"
 	rdb.HSet(ctx, key, "8743c9c0-0795-4907-87fd-6c719a6b4586:1", 1)
-	if err := rdb.Do(ctx, "ACL", "SETUSER", "nodump", "on", ">nodump-pw", "~*", "+@all", "-dump").Err(); err != nil {
-		t.Fatal(err)
-	}
 	u := newUnlock(t, srv, formatTable, key)
 	u.opts.Owner = "x"
-	u.opts.Redis = func(context.Context) (*RedisConn, error) {
-		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, Username: "nodump", Password: "nodump-pw"})
-		return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
-	}
+	u.opts.Redis = aclUser(t, srv, "nodump", "~*", "+@all", "-dump")
 	if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitCheckFailed || !strings.Contains(u.out.String(), "not_owner") {
 		t.Errorf("exit %d, stdout %q", code, u.out.String())
 	}
@@ -245,13 +239,7 @@ func TestUnlockOtherTypeLockScopedACL(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:OrderId:order-demo-006"
 	const field = "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1"
-	if err := rdb.Do(ctx, "ACL", "SETUSER", "locksonly", "on", ">locksonly-pw", "~lock:*", "+@all").Err(); err != nil {
-		t.Fatal(err)
-	}
-	connect := func(context.Context) (*RedisConn, error) {
-		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, Username: "locksonly", Password: "locksonly-pw"})
-		return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
-	}
+	connect := aclUser(t, srv, "locksonly", "~lock:*", "+@all")
 	rdb.HSet(ctx, key, field, 1)
 	u := newUnlock(t, srv, formatTable, key)
 	u.opts.Owner, u.opts.Redis = "x", connect
@@ -262,6 +250,19 @@ func TestUnlockOtherTypeLockScopedACL(t *testing.T) {
 	u.opts.Force, u.opts.Yes, u.opts.Redis = true, true, connect
 	if code := exitCodeOf(unlockRun(ctx, u.opts)); code != ExitOK || rdb.Exists(ctx, key).Val() != 0 {
 		t.Errorf("--force: exit %d, key exists %d, stdout %q", code, rdb.Exists(ctx, key).Val(), u.out.String())
+	}
+}
+
+// aclUser creates the ACL user name with rules on srv and returns a
+// connection as that user, for UnlockOptions.Redis.
+func aclUser(t *testing.T, srv *redistest.Server, name string, rules ...any) func(context.Context) (*RedisConn, error) {
+	t.Helper()
+	if err := srv.Client(t).Do(context.Background(), append([]any{"ACL", "SETUSER", name, "on", ">" + name + "-pw"}, rules...)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return func(context.Context) (*RedisConn, error) {
+		c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srv.Addr}, Username: name, Password: name + "-pw"})
+		return &RedisConn{Client: c, URL: srv.URL(), Timeout: time.Second}, nil
 	}
 }
 

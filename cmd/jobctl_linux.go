@@ -149,7 +149,13 @@ func (j *jobControl) procAttr() *syscall.SysProcAttr {
 
 // signals are the signals the job control needs relayed (to signal).
 func (j *jobControl) signals() []os.Signal {
-	return []os.Signal{syscall.SIGTSTP, syscall.SIGCHLD, syscall.SIGCONT, syscall.SIGTTIN}
+	return []os.Signal{syscall.SIGTSTP, syscall.SIGCONT, syscall.SIGTTIN}
+}
+
+// childSignals are the signals that report a change in the child's state
+// (to signal as well): relayed on a channel of their own (superviseChild).
+func (j *jobControl) childSignals() []os.Signal {
+	return []os.Signal{syscall.SIGCHLD}
 }
 
 // started is called once the child runs. lockctl is now a background

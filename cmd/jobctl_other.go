@@ -17,6 +17,7 @@ type jobControl struct{}
 func newJobControl(io.Reader) *jobControl                      { return &jobControl{} }
 func (*jobControl) procAttr() *syscall.SysProcAttr             { return childProcAttr() }
 func (*jobControl) signals() []os.Signal                       { return nil }
+func (*jobControl) childSignals() []os.Signal                  { return nil }
 func (*jobControl) started()                                   {}
 func (*jobControl) start(c *exec.Cmd) error                    { return c.Start() }
 func (*jobControl) signal(os.Signal, *os.Process) (bool, bool) { return false, false }

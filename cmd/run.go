@@ -470,12 +470,21 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	if !signal.Ignored(syscall.SIGINT) {
 		forward = append(forward, syscall.SIGQUIT)
 	}
-	// Room for a burst: signal.Notify drops what does not fit, and a lost
-	// SIGCHLD would leave a stopped child unnoticed (nothing drains the
-	// channel while lockctl itself is stopped).
+	// Room for a burst: signal.Notify drops what does not fit (nothing
+	// drains the channel while lockctl itself is stopped).
 	sigs := make(chan os.Signal, 32)
 	signal.Notify(sigs, append(forward, job.signals()...)...)
 	defer signal.Stop(sigs)
+	// SIGCHLD on a channel of its own: Ctrl-Z typed again and again while
+	// lockctl's group had the terminal filled the shared one with SIGTSTP,
+	// and the SIGCHLD of the child's stop that followed was dropped: the
+	// child stayed stopped. One pending is enough: job.signal reads the
+	// child's state when it handles it.
+	chld := make(chan os.Signal, 1)
+	if cs := job.childSignals(); len(cs) > 0 {
+		signal.Notify(chld, cs...)
+		defer signal.Stop(chld)
+	}
 	release := func() error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conn.Timeout)
 		defer cancel()
@@ -539,40 +548,46 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	var cause error
 	var kill <-chan time.Time
 	workDone := work.Done()
+	// onSignal handles a signal relayed on sigs or chld.
+	onSignal := func(s os.Signal) {
+		stopped, handled := job.signal(s, child.Process)
+		if !handled {
+			_ = signalGroup(child.Process, s.(syscall.Signal))
+			// A stopped child would hold the signal pending: continue it,
+			// as a shell's kill does for a stopped job, while the lease
+			// can still be proven.
+			if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+				_ = continueGroup(child.Process)
+			}
+		}
+		if !stopped {
+			return
+		}
+		// lockctl and the child were stopped (Ctrl-Z) and lockctl is
+		// continued: renewals stopped meanwhile, so the child goes on
+		// only if the lease can still be proven with the grace to spare.
+		if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+			job.resume(child.Process)
+			return
+		}
+		if workDone == nil {
+			return // already stopping it: it stays stopped until the SIGKILL
+		}
+		if budgetEnded() != nil {
+			return // the budget or bound ended meanwhile: its own path, exit 124
+		}
+		workDone = nil
+		keeper.Stop()
+		cause = lockcore.ErrLeaseLost
+		_ = signalGroup(child.Process, syscall.SIGKILL)
+		fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(lock.Keys.Lock))
+	}
 	for waiting := true; waiting; {
 		select {
 		case s := <-sigs:
-			stopped, handled := job.signal(s, child.Process)
-			if !handled {
-				_ = signalGroup(child.Process, s.(syscall.Signal))
-				// A stopped child would hold the signal pending: continue it,
-				// as a shell's kill does for a stopped job, while the lease
-				// can still be proven.
-				if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
-					_ = continueGroup(child.Process)
-				}
-			}
-			if !stopped {
-				break
-			}
-			// lockctl and the child were stopped (Ctrl-Z) and lockctl is
-			// continued: renewals stopped meanwhile, so the child goes on
-			// only if the lease can still be proven with the grace to spare.
-			if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
-				job.resume(child.Process)
-				break
-			}
-			if workDone == nil {
-				break // already stopping it: it stays stopped until the SIGKILL
-			}
-			if budgetEnded() != nil {
-				break // the budget or bound ended meanwhile: its own path, exit 124
-			}
-			workDone = nil
-			keeper.Stop()
-			cause = lockcore.ErrLeaseLost
-			_ = signalGroup(child.Process, syscall.SIGKILL)
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(lock.Keys.Lock))
+			onSignal(s)
+		case s := <-chld:
+			onSignal(s)
 		case <-workDone:
 			workDone = nil
 			keeper.Stop()

@@ -216,3 +216,61 @@ func runExamples(t *testing.T, root, rel string, blocks []readmeBlock) {
 		}
 	}
 }
+
+// linkRE matches the target of a Markdown link: [text](target).
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// proseOf drops fenced code blocks and HTML comment lines (the examples'
+// directives), whose brackets are no links.
+func proseOf(md string) string {
+	var b strings.Builder
+	fenced := false
+	for _, l := range strings.Split(md, "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			fenced = !fenced
+		case !fenced && !strings.HasPrefix(l, "<!--"):
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestDocLinks fails on a relative link in README.md or docs/ whose file
+// does not exist: pages moved between README.md and docs/ keep their links.
+func TestDocLinks(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append(exampleFiles(t, root), "ARCHITECTURE.md", "CONTRIBUTING.md")
+	for _, rel := range files {
+		text, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(proseOf(string(text)), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, filepath.Dir(rel), target)); err != nil {
+				t.Errorf("%s: link %s: no such file", rel, m[1])
+			}
+		}
+	}
+}
+
+// TestReadmeExcerpt checks the excerpt directive's matching: lines in
+// order, "..." skipping any number of them.
+func TestReadmeExcerpt(t *testing.T) {
+	got := "a\nb\nc\nd"
+	for want, ok := range map[string]bool{
+		"a\n...\nc": true, "...\nb\nd": true, "a\nb\nc\nd": true,
+		"c\n...\na": false, "a\nx": false, "...\ne": false,
+	} {
+		if hasExcerpt(got, want) != ok {
+			t.Errorf("hasExcerpt(%q, %q) = %v, want %v", got, want, !ok, ok)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // Result is one item's verdict for one task: the stable JSON item of
-// `lockctl checklist -o json` (README.md). Line is the spec line the verdict
+// `lockctl checklist -o json` (docs/checklist.md). Line is the spec line the verdict
 // comes from (0, omitted, without a spec).
 type Result struct {
 	ID       string `json:"id"`

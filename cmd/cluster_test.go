@@ -307,7 +307,7 @@ func TestCluster(t *testing.T) {
 				}
 			}
 		}
-		// The whole line, as README.md "Connecting to Redis" shows it.
+		// The whole line, as docs/connecting.md shows it.
 		p, _ := runLockctl(t, url, "inspect", "a}b")
 		if got, want := strings.SplitN(p.stderr.String(), "\n", 2)[0], `lockctl: value "a}b" cannot be locked in a Redis Cluster: lock and fence keys on different cluster slots: lock key "lock:OrderId:a}b" is on slot 7409, fence key "lock:OrderId:a}b:fence" on slot 10768 (a { or } in it changes the part of the key Redis hashes)`; got != want {
 			t.Errorf("inspect a}b:\n got %s\nwant %s", got, want)

@@ -22,7 +22,7 @@ import (
 // Configuration keys. Each is set, in order of precedence, by its flag, by
 // LOCKCTL_<KEY> in the environment ("." and "-" become "_", e.g.
 // LOCKCTL_REDIS_URL, LOCKCTL_POLICY_LEASE_CAP), by the config file, or by the
-// default below (README.md, "Configuration").
+// default below (docs/configuration.md).
 const (
 	keyRedisURL      = "redis.url"
 	keyRedisPassword = "redis.password"
@@ -37,7 +37,7 @@ const (
 	keyFenceTemplate = "lock.fence_template"
 )
 
-// Connection kinds and TLS (README.md, "Connecting to Redis"). Passwords
+// Connection kinds and TLS (docs/connecting.md). Passwords
 // have no flag, so they never show in a process list.
 const (
 	keyRedisSentinel         = "redis.sentinel"

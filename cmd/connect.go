@@ -39,7 +39,7 @@ type connSettings struct {
 }
 
 // connURLForms is the one-line list of accepted URL forms for errors
-// (README.md, "Connecting to Redis").
+// (docs/connecting.md).
 const connURLForms = "redis://[user[:password]@]host[:port][/db], rediss://... for TLS, " +
 	"redis+sentinel://[user[:password]@]host:port[,host:port...]/master[/db], " +
 	"redis+cluster://[user[:password]@]host:port[,host:port...]"
@@ -231,7 +231,7 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 	return uo, nil
 }
 
-// urlOptions parses a Redis URL (README.md, "Connecting to Redis") into
+// urlOptions parses a Redis URL (docs/connecting.md) into
 // client options; errors quote it redacted (RedactURL) and say what is
 // accepted. cluster is --cluster: a redis:// URL names cluster seed nodes.
 func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {

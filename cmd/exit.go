@@ -10,7 +10,7 @@ import (
 	"syscall"
 )
 
-// Exit codes, documented in README.md ("Exit codes"). They are decided in one
+// Exit codes, documented in docs/exit-codes.md. They are decided in one
 // place, Execute, from typed errors.
 const (
 	ExitOK          = 0

@@ -9,8 +9,7 @@ import (
 	"github.com/lockctl/lockctl/internal/redistest"
 )
 
-// TestExitCodes asserts every documented exit code of README.md ("Exit
-// codes") once, through the real binary.
+// TestExitCodes asserts every documented exit code of docs/exit-codes.md once, through the real binary.
 func TestExitCodes(t *testing.T) {
 	s := redistest.Start(t)
 	cases := []struct {

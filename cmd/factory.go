@@ -132,7 +132,7 @@ func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string
 // Redis connects to the configured deployment and checks it answers PING:
 // a standalone server, a Sentinel-managed primary (--sentinel and
 // --master-name, or a redis+sentinel:// URL) or a cluster (--cluster or a
-// redis+cluster:// URL), over TLS for rediss URLs (README.md, "Connecting to
+// redis+cluster:// URL), over TLS for rediss URLs (docs/connecting.md, "Connecting to
 // Redis"). The password comes from the URL, else redis.password
 // (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH. Bad settings are exit 2,
 // connection failures exit 3; every message shows only the redacted URL and

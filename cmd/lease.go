@@ -17,7 +17,7 @@ type LeaseOptions struct {
 	Modes   []lockcore.Mode
 }
 
-// LeaseResult is the stable JSON shape of `lockctl lease -o json` (README.md).
+// LeaseResult is the stable JSON shape of `lockctl lease -o json` (docs/lease.md).
 type LeaseResult struct {
 	Policy lockcore.PolicyReport  `json:"policy"`
 	Leases []lockcore.LeaseReport `json:"leases"`

@@ -25,7 +25,7 @@ import (
 const watchdogArg = "__lockctl-watchdog"
 
 // Execute runs lockctl with args on the given streams and returns the exit
-// code (README.md, "Exit codes"). main calls it with the process's own.
+// code (docs/exit-codes.md). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
 	if len(args) == 1 && args[0] == watchdogArg {
 		return runWatchdog()

@@ -45,7 +45,7 @@ type RunOptions struct {
 }
 
 // RunPlan is the stable JSON shape of `lockctl run --dry-run -o json`
-// (README.md): the keys, the lease and when the child is stopped. Durations
+// (docs/run.md): the keys, the lease and when the child is stopped. Durations
 // are in ms.
 type RunPlan struct {
 	Keys    PlanKeys             `json:"keys"`

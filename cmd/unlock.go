@@ -46,7 +46,7 @@ type UnlockOptions struct {
 }
 
 // UnlockResult is the stable JSON shape of `lockctl unlock -o json`
-// (README.md). Owner and fence are parsed from a "<fence>:<owner>" value;
+// (docs/run.md). Owner and fence are parsed from a "<fence>:<owner>" value;
 // other values are shown raw in value with owner "" and fence null. A key
 // that is not a string has its owner as inspect detects it ("" if none).
 type UnlockResult struct {

@@ -303,7 +303,7 @@ func parseInt(s string) (int64, bool) {
 
 func ptr[T any](v T) *T { return &v }
 
-// Finding codes (README.md, "inspect": findings table).
+// Finding codes (docs/findings.md).
 const (
 	NO_TTL          = "NO_TTL"
 	CONSTANT_OWNER  = "CONSTANT_OWNER"

@@ -101,7 +101,7 @@ type Companion struct {
 }
 
 // Lock is the inspection of one key: the stable JSON shape of
-// `lockctl inspect -o json` (README.md, "inspect").
+// `lockctl inspect -o json` (docs/inspect.md).
 type Lock struct {
 	Key string `json:"key"`
 	// KeyHex is the key's bytes in hex when they are not UTF-8 (HexIfNotUTF8).

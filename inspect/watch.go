@@ -8,7 +8,7 @@ import (
 	"github.com/lockctl/lockctl/lockcore"
 )
 
-// Event kinds of `lockctl watch` (README.md, "watch").
+// Event kinds of `lockctl watch` (docs/inspect.md, "Watch events").
 const (
 	// EventHeld and EventFree describe the first sample of a key.
 	EventHeld = "HELD"

@@ -134,7 +134,7 @@ type LeaseReport struct {
 
 // Result is one run of a scenario: the verdict, the violations in time
 // order, what each guard did, the store, notes on the model's limits, and
-// the timeline. Its JSON shape is documented in README.md.
+// the timeline. Its JSON shape is documented in docs/simulate.md.
 type Result struct {
 	Scenario    string        `json:"scenario"`
 	Verdict     string        `json:"verdict"`

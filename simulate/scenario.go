@@ -24,7 +24,7 @@ import (
 // Action is what a step of a scenario does.
 type Action string
 
-// The actions of a scenario step (README.md, "Scenario files").
+// The actions of a scenario step (docs/simulate.md, "Scenario files").
 const (
 	// ActAcquire is SET NX PX with a fresh owner token and the next fencing
 	// token; with Wait it retries until obtained or the wait ends.
@@ -68,7 +68,7 @@ func (a Action) fault() bool {
 	return false
 }
 
-// Actions lists every action in the order README.md documents them.
+// Actions lists every action in the order docs/simulate.md documents them.
 var Actions = []Action{ActAcquire, ActRenew, ActRelease, ActWork, ActCall, ActWrite, ActSend, ActPause, ActPartition, ActCrash, ActFailover, ActClockJump}
 
 // serverActor is the actor name of events that belong to Redis itself.

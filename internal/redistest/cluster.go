@@ -28,7 +28,7 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// URL returns redis+cluster://host:port,host:port,... (README.md,
+// URL returns redis+cluster://host:port,host:port,... (docs/connecting.md,
 // "Connecting to Redis").
 func (c *Cluster) URL() string { return "redis+cluster://" + strings.Join(c.Addrs(), ",") }
 

@@ -29,7 +29,7 @@ type Sentinel struct {
 // Addr returns the sentinel's host:port.
 func (s *Sentinel) Addr() string { return s.Sentinel.Addr }
 
-// URL returns redis+sentinel://<sentinel>/mymaster/0 (README.md,
+// URL returns redis+sentinel://<sentinel>/mymaster/0 (docs/connecting.md,
 // "Connecting to Redis").
 func (s *Sentinel) URL() string {
 	return "redis+sentinel://" + s.Sentinel.Addr + "/" + MasterName + "/0"

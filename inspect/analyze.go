@@ -164,7 +164,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	if !l.Exists {
 		l.Type, l.PTTLMS = "none", -2
-		l.add(ABSENT, SeverityInfo, "no such key")
+		l.add(FindingAbsent, SeverityInfo, "no such key")
 		l.checkOwner(nil, opts) // nobody holds it: NOT_OWNED, so exit 0 still means "held by that owner"
 		return l
 	}
@@ -200,7 +200,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	case "hash":
 		d.detectHash()
 	default:
-		l.add(WRONGTYPE, SeverityError, "a %s: no lock library keeps a lock in a %s", v.Type, v.Type)
+		l.add(FindingWrongType, SeverityError, "a %s: no lock library keeps a lock in a %s", v.Type, v.Type)
 	}
 	kept := l.Companions[:0]
 	for _, c := range l.Companions {
@@ -305,32 +305,32 @@ func ptr[T any](v T) *T { return &v }
 
 // Finding codes (docs/findings.md).
 const (
-	NO_TTL          = "NO_TTL"
-	CONSTANT_OWNER  = "CONSTANT_OWNER"
-	NOT_A_LOCK      = "NOT_A_LOCK"
-	LEASE_OVER_CAP  = "LEASE_OVER_CAP"
-	SUBSECOND_LEASE = "SUBSECOND_LEASE"
-	NO_FENCE        = "NO_FENCE"
-	FENCE_MISMATCH  = "FENCE_MISMATCH"
-	CROSS_SLOT      = "CROSS_SLOT"
-	BINARY_VALUE    = "BINARY_VALUE"
-	WRONGTYPE       = "WRONG_TYPE"
-	ABSENT          = "ABSENT"
+	FindingNoTTL          = "NO_TTL"
+	FindingConstantOwner  = "CONSTANT_OWNER"
+	FindingNotALock       = "NOT_A_LOCK"
+	FindingLeaseOverCap   = "LEASE_OVER_CAP"
+	FindingSubsecondLease = "SUBSECOND_LEASE"
+	FindingNoFence        = "NO_FENCE"
+	FindingFenceMismatch  = "FENCE_MISMATCH"
+	FindingCrossSlot      = "CROSS_SLOT"
+	FindingBinaryValue    = "BINARY_VALUE"
+	FindingWrongType      = "WRONG_TYPE"
+	FindingAbsent         = "ABSENT"
 )
 
 // reasons are the one-line "why it matters" of each finding code.
 var reasons = map[string]string{
-	NO_TTL:          "a crashed holder blocks the key forever: nothing ever expires it",
-	CONSTANT_OWNER:  "holders cannot be told apart, so owner-checked renew and release are impossible",
-	NOT_A_LOCK:      "the lock key was overwritten by application data: no holder's token matches, release can never succeed",
-	LEASE_OVER_CAP:  "a crashed holder blocks others for the whole TTL; renew a short lease instead (or renewal adds instead of sets)",
-	SUBSECOND_LEASE: "a lease under 1s is likely a ms/s mix-up: the lock lapses while the work runs",
-	NO_FENCE:        "without a fencing token a paused holder that lost its lease can still write (Kleppmann 2016)",
-	FENCE_MISMATCH:  "the counter must equal the holder's token; otherwise tokens are reissued or a stale holder overwrote the lock",
-	CROSS_SLOT:      "in Redis Cluster a script touching both keys fails with CROSSSLOT; put the common part in a {hash tag}",
-	BINARY_VALUE:    "the owner token is not text: compare raw bytes (shown as hex), not a decoded string",
-	WRONGTYPE:       "the key holds a type no lock library uses: another feature shares the lock's key name",
-	ABSENT:          "nobody holds the lock (or the key template does not match the one the application uses)",
+	FindingNoTTL:          "a crashed holder blocks the key forever: nothing ever expires it",
+	FindingConstantOwner:  "holders cannot be told apart, so owner-checked renew and release are impossible",
+	FindingNotALock:       "the lock key was overwritten by application data: no holder's token matches, release can never succeed",
+	FindingLeaseOverCap:   "a crashed holder blocks others for the whole TTL; renew a short lease instead (or renewal adds instead of sets)",
+	FindingSubsecondLease: "a lease under 1s is likely a ms/s mix-up: the lock lapses while the work runs",
+	FindingNoFence:        "without a fencing token a paused holder that lost its lease can still write (Kleppmann 2016)",
+	FindingFenceMismatch:  "the counter must equal the holder's token; otherwise tokens are reissued or a stale holder overwrote the lock",
+	FindingCrossSlot:      "in Redis Cluster a script touching both keys fails with CROSSSLOT; put the common part in a {hash tag}",
+	FindingBinaryValue:    "the owner token is not text: compare raw bytes (shown as hex), not a decoded string",
+	FindingWrongType:      "the key holds a type no lock library uses: another feature shares the lock's key name",
+	FindingAbsent:         "nobody holds the lock (or the key template does not match the one the application uses)",
 }
 
 func (l *Lock) add(code string, sev Severity, format string, args ...any) {
@@ -348,27 +348,27 @@ func (l *Lock) add(code string, sev Severity, format string, args ...any) {
 func (l *Lock) findings(d *detection, opts Options) {
 	switch {
 	case l.PTTLMS == -1 && d.valueTTL:
-		l.add(NO_TTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
+		l.add(FindingNoTTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
 		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
 	case l.PTTLMS == -1:
-		l.add(NO_TTL, SeverityError, "no TTL (PTTL -1)")
+		l.add(FindingNoTTL, SeverityError, "no TTL (PTTL -1)")
 	case l.PTTLMS >= 0 && l.PTTLMS < 1000:
-		l.add(SUBSECOND_LEASE, SeverityWarning, "%dms left: under 1s", l.PTTLMS)
+		l.add(FindingSubsecondLease, SeverityWarning, "%dms left: under 1s", l.PTTLMS)
 	case time.Duration(l.PTTLMS)*time.Millisecond > opts.leaseCap():
-		l.add(LEASE_OVER_CAP, SeverityWarning, "%s left, over the %s renewable cap",
+		l.add(FindingLeaseOverCap, SeverityWarning, "%s left, over the %s renewable cap",
 			lockcore.FormatDuration(time.Duration(l.PTTLMS)*time.Millisecond), lockcore.FormatDuration(opts.leaseCap()))
 	}
 	if d.constant {
-		l.add(CONSTANT_OWNER, SeverityError, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
+		l.add(FindingConstantOwner, SeverityError, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
 	}
 	if d.appData && l.PTTLMS == -1 {
-		l.add(NOT_A_LOCK, SeverityError, "the value %s matches no lock library and has no TTL: application data", describe(d.v.Bytes))
+		l.add(FindingNotALock, SeverityError, "the value %s matches no lock library and has no TTL: application data", describe(d.v.Bytes))
 	}
 	if d.owner != nil && !printable(d.owner) {
-		l.add(BINARY_VALUE, SeverityInfo, "the owner token is %d bytes of binary (hex %s)", len(d.owner), short(l.OwnerHex))
+		l.add(FindingBinaryValue, SeverityInfo, "the owner token is %d bytes of binary (hex %s)", len(d.owner), short(l.OwnerHex))
 	}
 	if l.Layout.Name != "unknown" && !d.fenced {
-		l.add(NO_FENCE, SeverityWarning, "%s issues no fencing token", l.Layout.Name)
+		l.add(FindingNoFence, SeverityWarning, "%s issues no fencing token", l.Layout.Name)
 	}
 	sev := SeverityWarning
 	if opts.Cluster {
@@ -377,7 +377,7 @@ func (l *Lock) findings(d *detection, opts Options) {
 	slot := lockcore.Slot(l.Key)
 	for _, c := range l.Companions {
 		if c.Slot != slot && l.Layout.Name != "unknown" {
-			l.add(CROSS_SLOT, sev, "the lock (slot %d) and its %s %q (slot %d) are on different cluster slots", slot, strings.ReplaceAll(c.Role, "_", " "), c.Key, c.Slot)
+			l.add(FindingCrossSlot, sev, "the lock (slot %d) and its %s %q (slot %d) are on different cluster slots", slot, strings.ReplaceAll(c.Role, "_", " "), c.Key, c.Slot)
 		}
 	}
 }

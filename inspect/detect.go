@@ -117,30 +117,30 @@ func (d *detection) lockctl(s string) {
 		// 19 or 20 digits above 2^63−1: no acquire wrote it, INCR stops
 		// there ("increment or decrement would overflow").
 		d.setLayout("lockctl", Likely)
-		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
+		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
 		return
 	}
 	f.Value = ptr(fence)
 	if !ok {
 		d.setLayout("lockctl", Likely)
-		d.lock.add(NO_FENCE, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
+		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
 		return
 	}
 	d.setLayout("lockctl", Certain)
 	if !isInt {
-		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
+		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
 		return
 	}
 	switch {
 	case n < fence:
-		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
+		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
 	case n > fence && d.v.Changed:
 		// The counter was read after a new acquire took the key; the
 		// holder shown is the one before it.
 	case n > fence:
-		d.lock.add(FENCE_MISMATCH, SeverityError, "holder's fence %d is below the counter %d at %q: a later acquire issued a newer token", fence, n, key)
+		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %d is below the counter %d at %q: a later acquire issued a newer token", fence, n, key)
 	case n == math.MaxInt64:
-		d.lock.add(FENCE_MISMATCH, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
+		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
 	}
 }
 
@@ -408,7 +408,7 @@ func (d *detection) sidekiq() {
 }
 
 func (d *detection) wrongHash() {
-	d.lock.add(WRONGTYPE, SeverityError, "a hash whose fields no lock library writes")
+	d.lock.add(FindingWrongType, SeverityError, "a hash whose fields no lock library writes")
 }
 
 const (

@@ -115,7 +115,7 @@ func TestCase1SetnxWithoutExpire(t *testing.T) {
 	k := "horizon:lock:x:" + t.Name()
 	must(t, c.SetNX(ctx, k, "1", 0).Err())
 	l := readOne(t, c, k, inspect.Options{})
-	if l.PTTLMS != -1 || findingSeverity(l, inspect.NO_TTL) != inspect.SeverityError || !hasFinding(l, inspect.CONSTANT_OWNER) {
+	if l.PTTLMS != -1 || findingSeverity(l, inspect.FindingNoTTL) != inspect.SeverityError || !hasFinding(l, inspect.FindingConstantOwner) {
 		t.Errorf("pttl %d findings %s, want NO_TTL (error) and CONSTANT_OWNER", l.PTTLMS, codes(l))
 	}
 }
@@ -130,7 +130,7 @@ func TestCase4ExtendAdds(t *testing.T) {
 		must(t, c.PExpire(ctx, k, time.Duration(10000+2000*n)*time.Millisecond).Err())
 	}
 	l := readOne(t, c, k, inspect.Options{LeaseCap: time.Minute})
-	if l.PTTLMS < 900000 || !hasFinding(l, inspect.LEASE_OVER_CAP) {
+	if l.PTTLMS < 900000 || !hasFinding(l, inspect.FindingLeaseOverCap) {
 		t.Errorf("pttl %d findings %s, want ~910000 and LEASE_OVER_CAP", l.PTTLMS, codes(l))
 	}
 }
@@ -163,7 +163,7 @@ func TestCase8TokenBytes(t *testing.T) {
 	if asBytes.OwnerCheck != "NOT_OWNED" {
 		t.Errorf("the 16 decoded bytes are not the stored 32 characters: got %s", asBytes.OwnerCheck)
 	}
-	if hasFinding(asText, inspect.BINARY_VALUE) {
+	if hasFinding(asText, inspect.FindingBinaryValue) {
 		t.Error("32 hex characters are text")
 	}
 	// An absent key is held by nobody, so not by that owner either: a
@@ -191,11 +191,11 @@ func TestCase9CrossSlot(t *testing.T) {
 	// python-redis-lock's lock and signal keys without a hash tag.
 	must(t, c.Set(ctx, "lock:resource", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
 	l := readOne(t, c, "lock:resource", inspect.Options{})
-	if !hasFinding(l, inspect.CROSS_SLOT) || !strings.Contains(l.Findings[len(l.Findings)-1].Message, "slot 3196") {
+	if !hasFinding(l, inspect.FindingCrossSlot) || !strings.Contains(l.Findings[len(l.Findings)-1].Message, "slot 3196") {
 		t.Errorf("lock:resource: %s %v", codes(l), l.Findings)
 	}
 	must(t, c.Set(ctx, "lock:{resource}", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
-	if l := readOne(t, c, "lock:{resource}", inspect.Options{}); hasFinding(l, inspect.CROSS_SLOT) {
+	if l := readOne(t, c, "lock:{resource}", inspect.Options{}); hasFinding(l, inspect.FindingCrossSlot) {
 		t.Errorf("lock:{resource} shares slot 10348 with its signal: %s", codes(l))
 	}
 	// A lockctl fence template that leaves the fence on another slot.
@@ -216,7 +216,7 @@ func TestCase10SubsecondLease(t *testing.T) {
 	k := "cron:" + t.Name()
 	must(t, c.Set(ctx, k, lockcore.NewOwnerToken(), 120*time.Millisecond).Err())
 	l := readOne(t, c, k, inspect.Options{})
-	if !hasFinding(l, inspect.SUBSECOND_LEASE) {
+	if !hasFinding(l, inspect.FindingSubsecondLease) {
 		t.Errorf("findings %s, want SUBSECOND_LEASE", codes(l))
 	}
 }
@@ -250,7 +250,7 @@ func TestNonUTF8(t *testing.T) {
 	k := "t:\xff" + t.Name()
 	must(t, c.Set(ctx, k, "\xc3\x28\xa0\xa1", time.Minute).Err())
 	l := readOne(t, c, k, inspect.Options{})
-	if l.Owner != "" || l.OwnerHex != "c328a0a1" || !hasFinding(l, inspect.BINARY_VALUE) {
+	if l.Owner != "" || l.OwnerHex != "c328a0a1" || !hasFinding(l, inspect.FindingBinaryValue) {
 		t.Errorf("owner %q hex %q findings %s", l.Owner, l.OwnerHex, codes(l))
 	}
 	if l.KeyHex != hex.EncodeToString([]byte(k)) {

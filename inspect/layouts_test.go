@@ -108,7 +108,7 @@ func TestLayouts(t *testing.T) {
 			if l.Fence == nil || *l.Fence.Value != 1 || *l.Fence.Counter != 1 {
 				t.Errorf("fence = %+v, want value 1 counter 1", l.Fence)
 			}
-			if len(l.Owner) != 32 || hasFinding(l, inspect.NO_FENCE) {
+			if len(l.Owner) != 32 || hasFinding(l, inspect.FindingNoFence) {
 				t.Errorf("owner %q findings %v", l.Owner, l.Findings)
 			}
 		}},
@@ -117,7 +117,7 @@ func TestLayouts(t *testing.T) {
 			must(t, m.LockContext(ctx))
 			return "rs:" + n(t)
 		}, func(t *testing.T, l inspect.Lock) {
-			if !hasFinding(l, inspect.NO_FENCE) {
+			if !hasFinding(l, inspect.FindingNoFence) {
 				t.Errorf("want NO_FENCE, got %v", l.Findings)
 			}
 		}},
@@ -168,7 +168,7 @@ func TestLayouts(t *testing.T) {
 			must(t, c.PExpire(ctx, "lock-signal:{"+n(t)+"}", time.Minute).Err())
 			return "lock:{" + n(t) + "}"
 		}, func(t *testing.T, l inspect.Lock) {
-			if hasFinding(l, inspect.CROSS_SLOT) || len(l.Companions) != 1 {
+			if hasFinding(l, inspect.FindingCrossSlot) || len(l.Companions) != 1 {
 				t.Errorf("hash-tagged keys share a slot: %v %v", l.Findings, l.Companions)
 			}
 		}},
@@ -197,7 +197,7 @@ func TestLayouts(t *testing.T) {
 			must(t, c.PExpire(ctx, n(t), 30*time.Second).Err())
 			return n(t)
 		}, func(t *testing.T, l inspect.Lock) {
-			if l.Fence == nil || l.Fence.Counter == nil || *l.Fence.Counter != 34 || l.Fence.Value != nil || hasFinding(l, inspect.NO_FENCE) {
+			if l.Fence == nil || l.Fence.Counter == nil || *l.Fence.Counter != 34 || l.Fence.Value != nil || hasFinding(l, inspect.FindingNoFence) {
 				t.Errorf("fence %+v findings %v", l.Fence, l.Findings)
 			}
 		}},
@@ -272,7 +272,7 @@ func TestLayouts(t *testing.T) {
 			if l.Holder.Host != "worker-3" || l.Holder.PID != 9120 || l.Holder.ValueExpiresAt == "" {
 				t.Errorf("holder %+v", l.Holder)
 			}
-			if findingSeverity(l, inspect.NO_TTL) != inspect.SeverityWarning {
+			if findingSeverity(l, inspect.FindingNoTTL) != inspect.SeverityWarning {
 				t.Errorf("want NO_TTL warning (expiry in a value), got %v", l.Findings)
 			}
 		}},

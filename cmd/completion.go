@@ -91,8 +91,9 @@ func (f *Factory) completeLockKeys(cmd *cobra.Command, _ []string, toComplete st
 	return f.scanKeys(ctx, inspect.GlobEscape(toComplete)+"*"), cobra.ShellCompDirectiveNoFileComp
 }
 
-// scanKeys returns up to keyCompletionMax keys matching pattern, from at
-// most keyCompletionScans SCAN calls; errors end the completion quietly.
+// scanKeys returns up to keyCompletionMax keys matching pattern that can be
+// typed back (typable), from at most keyCompletionScans SCAN calls; errors
+// end the completion quietly.
 func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
 	conn, err := f.Redis(ctx)
 	if err != nil {
@@ -106,12 +107,25 @@ func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
 		if err != nil {
 			break
 		}
-		out = append(out, keys...)
+		for _, k := range keys {
+			if typable(k) {
+				out = append(out, k)
+			}
+		}
 		if cursor = next; cursor == 0 || len(out) >= keyCompletionMax {
 			break
 		}
 	}
 	return out[:min(len(out), keyCompletionMax)]
+}
+
+// typable reports whether a key can be offered as a completion: the shell
+// reads completions one a line, a tab starts a description, and a key with
+// a control character, a bidi or line separator rune or bytes that are not
+// UTF-8 would be written raw to the terminal, or offered as keys that do
+// not exist (a newline splits one key into two).
+func typable(key string) bool {
+	return !strings.Contains(key, "\t") && oneLineText(key) == key
 }
 
 // completingAfterDash reports whether the word being completed comes after

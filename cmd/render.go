@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
@@ -80,6 +81,9 @@ type controlEscaper struct {
 	// whole says each write is the whole text: a rune cut by its end is
 	// bytes that are not UTF-8.
 	whole bool
+	// bidi escapes the invisible runes that reorder or break a line too
+	// (isBidiOrLineBreak); only text for people sets it: YAML keeps them.
+	bidi bool
 }
 
 func (c *controlEscaper) Write(b []byte) (int, error) {
@@ -123,7 +127,7 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 			switch {
 			case r == utf8.RuneError && n == 1:
 				out = fmt.Appendf(out, "\\x%02x", x)
-			case r >= 0x80 && r <= 0x9f:
+			case r >= 0x80 && r <= 0x9f, c.bidi && isBidiOrLineBreak(r):
 				out = fmt.Appendf(out, "\\u%04x", r)
 			default:
 				out = append(out, b[i:i+n]...)
@@ -139,6 +143,16 @@ func (c *controlEscaper) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// isBidiOrLineBreak reports the runes a terminal shows as nothing while they
+// reorder the text around them or break its line: the Unicode
+// Bidi_Control runes (U+061C, U+200E/F, U+202A..E, U+2066..9: the
+// "Trojan Source" overrides, CVE-2021-42574) and the line and paragraph
+// separators U+2028/9. A key "lock:\u202eexe.txt" would print as
+// "lock:txt.exe".
+func isBidiOrLineBreak(r rune) bool {
+	return r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // runeLenByLead is the length of the UTF-8 sequence lead starts (lead is
@@ -278,23 +292,24 @@ func (t *TableView) Table(header []string, rows [][]string) {
 }
 
 // escapeCell writes a table cell's line breaks as \n and \r, and its
-// control characters and bytes that are not UTF-8 as controlEscaper does
-// (the cell is the whole text: a rune cut at its end is escaped), before the
-// columns are measured: a key or owner read from Redis with a newline in it
+// control characters, bidi and line separator runes (isBidiOrLineBreak) and
+// bytes that are not UTF-8 as controlEscaper does (the cell is the whole
+// text: a rune cut at its end is escaped), before the columns are
+// measured: a key or owner read from Redis with a newline in it
 // would start a row of its own, and an escape sequence measured as zero
 // width would shift the columns once escaped. With sgr, colour sequences
 // pass: only for cells lockctl styled itself.
 func escapeCell(cell string, sgr bool) string {
 	var b strings.Builder
-	_, _ = (&controlEscaper{w: &b, sgr: sgr, whole: true}).Write([]byte(lineBreaks.Replace(cell)))
+	_, _ = (&controlEscaper{w: &b, sgr: sgr, whole: true, bidi: true}).Write([]byte(lineBreaks.Replace(cell)))
 	return b.String()
 }
 
 // oneLineText writes a text read from Redis (a key, an owner, a message
 // quoting one) for one line or table cell of text output: line breaks as \n
-// and \r, control characters and bytes that are not UTF-8 as \xNN, colour
-// sequences too (in data they are not lockctl's: ESC [8m would hide what
-// follows on a colour terminal).
+// and \r, control characters and bytes that are not UTF-8 as \xNN, bidi
+// and line separator runes as \uNNNN, colour sequences too (in data they
+// are not lockctl's: ESC [8m would hide what follows on a colour terminal).
 func oneLineText(s string) string { return escapeCell(s, false) }
 
 var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)

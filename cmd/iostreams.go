@@ -3,6 +3,7 @@ package cmd
 import (
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/term"
 )
@@ -16,14 +17,35 @@ type IOStreams struct {
 	// colour and progress bars show only there.
 	OutTTY bool
 	ErrTTY bool
+	// OutWidth is the terminal's width in columns when Out is one (0:
+	// unknown or not a terminal); tables and lines are fitted to it.
+	OutWidth int
 }
 
 // SystemIO returns the process's streams with TTY detection.
 func SystemIO() *IOStreams {
+	outTTY := isTerminal(os.Stdout)
+	width := 0
+	if outTTY {
+		width = terminalWidth(os.Getenv("COLUMNS"), os.Stdout)
+	}
 	return &IOStreams{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
-		OutTTY: isTerminal(os.Stdout), ErrTTY: isTerminal(os.Stderr),
+		OutTTY: outTTY, ErrTTY: isTerminal(os.Stderr), OutWidth: width,
 	}
+}
+
+// terminalWidth is the width of the terminal f in columns: COLUMNS when it
+// is a positive number (a user's override, as ls and git honour it), else
+// the terminal's own size (TIOCGWINSZ), else 0 (unknown).
+func terminalWidth(columns string, f *os.File) int {
+	if n, err := strconv.Atoi(columns); err == nil && n > 0 {
+		return n
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	return 0
 }
 
 func isTerminal(w io.Writer) bool {

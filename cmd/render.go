@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/lipgloss/table"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -54,12 +53,19 @@ type Printer struct {
 	Styles *Styles
 	// Color: our SGR colour sequences are on (see controlEscaper).
 	Color bool
+	// Width is the terminal's width in columns that table output fits on
+	// a TTY (0: no limit).
+	Width int
 }
 
 // newPrinter returns the printer for this invocation's stdout.
 func (f *Factory) newPrinter(format string) *Printer {
 	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor))
-	return &Printer{Format: format, Out: &controlEscaper{w: f.IO.Out, sgr: color}, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color), Color: color}
+	width := 0
+	if f.IO.OutTTY {
+		width = f.IO.OutWidth
+	}
+	return &Printer{Format: format, Out: &controlEscaper{w: f.IO.Out, sgr: color}, TTY: f.IO.OutTTY, Styles: newStyles(f.IO.Out, color), Color: color, Width: width}
 }
 
 // controlEscaper writes text with every control character written as \xNN
@@ -268,12 +274,20 @@ func (t *TableView) Title(s string) {
 	t.Line("%s", t.p.Styles.Title.Render(s))
 }
 
-// Line writes one line of text.
+// Width is the terminal's width in columns on a TTY, or 0 (no limit).
+func (t *TableView) Width() int {
+	if !t.p.TTY {
+		return 0
+	}
+	return t.p.Width
+}
+
+// Line writes one line of text, wrapped to the terminal's width on a TTY.
 func (t *TableView) Line(format string, args ...any) {
 	if t.err != nil {
 		return
 	}
-	_, t.err = fmt.Fprintf(t.p.Out, format+"\n", args...)
+	_, t.err = io.WriteString(t.p.Out, wrapText(fmt.Sprintf(format, args...), t.Width())+"\n")
 }
 
 // Table writes header and rows as one aligned table.
@@ -288,7 +302,7 @@ func (t *TableView) Table(header []string, rows [][]string) {
 			shown[r][c] = escapeCell(cell, t.p.Color)
 		}
 	}
-	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Styles, header, shown)
+	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Width, t.p.Styles, header, shown)
 }
 
 // escapeCell writes a table cell's line breaks as \n and \r, and its
@@ -315,32 +329,26 @@ func oneLineText(s string) string { return escapeCell(s, false) }
 var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // renderTable writes a table with header row: on a terminal with rounded
-// borders, into a pipe as plain columns two spaces apart with no trailing
+// borders, fitted to width columns when width > 0 (borderedTable), into a pipe as plain columns two spaces apart with no trailing
 // spaces. Columns are as wide as their widest cell in terminal cells
 // (lipgloss.Width: East Asian wide characters count 2, colour codes 0); a
 // cell's lines are stacked.
-func renderTable(w io.Writer, tty bool, st *Styles, header []string, rows [][]string) error {
+func renderTable(w io.Writer, tty bool, width int, st *Styles, header []string, rows [][]string) error {
 	head := make([]string, len(header))
 	for i, h := range header {
 		head[i] = headerText(h)
 	}
 	if tty {
-		tbl := table.New().
-			Border(lipgloss.RoundedBorder()).
-			BorderHeader(len(rows) > 0).
-			StyleFunc(func(row, col int) lipgloss.Style { return st.Cell }).
-			Headers(head...)
-		for _, row := range rows {
-			shown := make([]string, len(row))
+		shown := make([][]string, len(rows))
+		for r, row := range rows {
+			shown[r] = make([]string, len(row))
 			for c, cell := range row {
 				// Tabs as spaces, so that lipgloss measures what is shown
 				// (Table has escaped controls and bytes that are not UTF-8).
-				shown[c] = strings.ReplaceAll(cell, "\t", tabSpaces)
+				shown[r][c] = strings.ReplaceAll(cell, "\t", tabSpaces)
 			}
-			tbl.Row(shown...)
 		}
-		_, err := io.WriteString(w, tbl.Render()+"\n")
-		return err
+		return borderedTable(w, width, st, head, shown)
 	}
 	return writeColumns(w, append([][]string{head}, rows...))
 }

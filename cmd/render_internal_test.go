@@ -72,7 +72,7 @@ func TestRenderTable(t *testing.T) {
 			"╰───────────┴────────────┴───────╯\n"},
 	} {
 		var sb strings.Builder
-		if err := renderTable(&sb, c.tty, newStyles(&sb, false), header, rows); err != nil {
+		if err := renderTable(&sb, c.tty, 0, newStyles(&sb, false), header, rows); err != nil {
 			t.Fatal(err)
 		}
 		if sb.String() != c.want {

@@ -612,7 +612,7 @@ func resultTable(t *TableView, res simulate.Result) {
 	header, rows := timelineRows(res)
 	t.Table(header, rows)
 	t.Line("")
-	for _, l := range swimlane(st, res, 60) {
+	for _, l := range swimlane(st, res, laneWidth(t.Width())) {
 		t.Line("%s", l)
 	}
 	t.Line("")
@@ -694,6 +694,15 @@ func timelineRows(res simulate.Result) ([]string, [][]string) {
 		rows = append(rows, []string{at, e.Actor, kind, ok, lock, store, e.Note})
 	}
 	return header, rows
+}
+
+// laneWidth is the swimlane's width in columns: 60, or fewer (at least 10)
+// to fit beside the labels on a terminal width columns wide (0: no limit).
+func laneWidth(width int) int {
+	if width <= 0 {
+		return 60
+	}
+	return max(min(60, width-laneLabelWidth), 10)
 }
 
 // swimlane draws one lane per actor over width columns plus the lock's

@@ -3,7 +3,6 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,42 +170,6 @@ func checkValuesKeys(values, keys []string) error {
 		}
 	}
 	return nil
-}
-
-// emptyFlags refuses (exit 2) flags of names given as "": taken for left
-// out, they would turn a check off without a word (--owner "$UNSET").
-func emptyFlags(cmd *cobra.Command, names ...string) error {
-	for _, name := range names {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed && f.Value.String() == "" {
-			return emptyFlagError(name)
-		}
-	}
-	return nil
-}
-
-// emptyFlagError is the one line (exit 2) for --name given as "".
-func emptyFlagError(name string) error {
-	return usageErrorf("--%s is empty; give a value, or leave the flag out", name)
-}
-
-// emptyValueError is the one line (exit 2) for a VALUE given as "".
-func emptyValueError() error {
-	return usageErrorf("VALUE is empty: the key template would build a key without it")
-}
-
-// parseOwner reads --owner: text as given, or hex:<bytes>.
-func parseOwner(s string) ([]byte, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if h, ok := strings.CutPrefix(s, "hex:"); ok {
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			return nil, usageErrorf("owner %q is not hex after hex:", s)
-		}
-		return b, nil
-	}
-	return []byte(s), nil
 }
 
 // lockKeySettings checks the lock.* templates now (a bad one is exit 2

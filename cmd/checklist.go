@@ -163,12 +163,12 @@ func loadSpecs(paths []string, errOut io.Writer) ([]*checklist.Spec, error) {
 	var specs []*checklist.Spec
 	var all checklist.SpecErrors
 	for _, p := range paths {
-		data, err := readAtMost(p, maxInputFile+1)
+		data, err := readInputFile("spec", p, maxInputFile+1)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErrorf("spec %q does not exist", p)
+		}
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, usageErrorf("spec %q does not exist", p)
-			}
-			return nil, usageErrorf("spec %q: %v", p, unwrapPathError(err))
+			return nil, err
 		}
 		if len(data) > maxInputFile {
 			return nil, usageErrorf("spec %q is over %d bytes; a task spec is a page of YAML", p, maxInputFile)

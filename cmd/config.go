@@ -118,15 +118,11 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, ma
 	path := configFile
 	if path == "" {
 		path = findConfigFile()
-	} else if fi, err := os.Stat(path); err != nil {
-		return nil, "", nil, usageErrorf("config file %q: %v", path, errors.Unwrap(err))
-	} else if fi.IsDir() {
-		return nil, "", nil, usageErrorf("config file %q is a directory; give a YAML file", path)
 	}
 	if path != "" {
-		data, err := readAtMost(path, maxInputFile+1)
+		data, err := readInputFile("config file", path, maxInputFile+1)
 		if err != nil {
-			return nil, "", nil, usageErrorf("config file %q: %v", path, unwrapPathError(err))
+			return nil, "", nil, err
 		}
 		if len(data) > maxInputFile {
 			return nil, "", nil, usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)

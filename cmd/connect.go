@@ -430,9 +430,9 @@ func applyTLS(uo *redis.UniversalOptions, s connSettings, shown string) error {
 		return nil
 	}
 	if s.TLSCA != "" {
-		pem, err := os.ReadFile(s.TLSCA)
+		pem, err := readInputFile("--tls-ca", s.TLSCA, maxInputFile)
 		if err != nil {
-			return fmt.Errorf("--tls-ca %q: %v", s.TLSCA, errorsUnwrapPath(err))
+			return err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -444,9 +444,17 @@ func applyTLS(uo *redis.UniversalOptions, s connSettings, shown string) error {
 		return fmt.Errorf("--tls-cert and --tls-key go together (got cert %q, key %q)", s.TLSCert, s.TLSKey)
 	}
 	if s.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(s.TLSCert, s.TLSKey)
+		certPEM, err := readInputFile("--tls-cert", s.TLSCert, maxInputFile)
 		if err != nil {
-			return fmt.Errorf("--tls-cert %q / --tls-key %q: %v", s.TLSCert, s.TLSKey, errorsUnwrapPath(err))
+			return err
+		}
+		keyPEM, err := readInputFile("--tls-key", s.TLSKey, maxInputFile)
+		if err != nil {
+			return err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return fmt.Errorf("--tls-cert %q / --tls-key %q: %v", s.TLSCert, s.TLSKey, err)
 		}
 		uo.TLSConfig.Certificates = []tls.Certificate{pair}
 	}
@@ -461,14 +469,6 @@ func applyTLS(uo *redis.UniversalOptions, s connSettings, shown string) error {
 		uo.TLSConfig.MinVersion = tls.VersionTLS12
 	}
 	return nil
-}
-
-// errorsUnwrapPath drops the path a *os.PathError repeats.
-func errorsUnwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // quietRedisLogs silences go-redis' internal logger once per process: its

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 
@@ -57,13 +58,48 @@ func isTerminal(w io.Writer) bool {
 // bytes (1 MiB); each is a page of YAML.
 const maxInputFile = 1 << 20
 
-// readAtMost reads up to n bytes of path: /dev/zero or a huge file given by
-// mistake cannot exhaust memory.
-func readAtMost(path string, n int64) ([]byte, error) {
+// readInputFile reads up to n bytes of a file the user named (--config,
+// --spec, --file, --tls-ca, --tls-cert, --tls-key): /dev/zero or a huge file
+// given by mistake cannot exhaust memory, and a FIFO, socket or device, which
+// would block or never end, is refused. what names the file in the error.
+// Errors: a usage error (exit 2) naming what and path for anything but a
+// readable regular file; it wraps the *os.PathError's cause (fs.ErrNotExist…).
+func readInputFile(what, path string, n int64) ([]byte, error) {
+	fi, err := os.Stat(path) // follows symlinks: a link to a regular file is fine
+	if err != nil {
+		return nil, usageErrorf("%s %q: %w", what, path, unwrapPathError(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(what, path, fi.Mode())
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, usageErrorf("%s %q: %w", what, path, unwrapPathError(err))
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, n))
+	// The path may have been replaced between Stat and Open.
+	if fi, err = f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, notRegular(what, path, fi.Mode())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, n))
+	if err != nil {
+		return nil, usageErrorf("%s %q: %w", what, path, unwrapPathError(err))
+	}
+	return data, nil
+}
+
+// notRegular is the one-line refusal of a path that is not a regular file.
+func notRegular(what, path string, m fs.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return usageErrorf("%s %q is %s; give a regular file", what, path, kind)
 }

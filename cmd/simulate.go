@@ -421,9 +421,9 @@ func simulateOverrides(f *Factory, budget, mode, lease, pause, renewEvery string
 }
 
 func readScenarioFile(path string) (simulate.Scenario, error) {
-	data, err := readAtMost(path, simulate.MaxFileSize+1)
+	data, err := readInputFile("scenario file", path, simulate.MaxFileSize+1)
 	if err != nil {
-		return simulate.Scenario{}, usageErrorf("scenario file %q: %v", path, unwrapPathError(err))
+		return simulate.Scenario{}, err
 	}
 	sc, err := simulate.ParseFile(data)
 	if err != nil {

@@ -167,12 +167,7 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 				counts[i]++
 			}
 		}
-		var size int64
-		for _, st := range work.Steps {
-			if st.Do.fault() || st.Do == ActCall {
-				size += st.ForMS + st.ByMS
-			}
-		}
+		size := faultSize(work.Steps)
 		if best == nil || size < bestSize {
 			best, bestSize = append(best[:0], work.Steps...), size
 		}
@@ -242,6 +237,17 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 			}
 		}
 	}
+	if err := res.judge(sc, counts, best, stop); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// judge fills res's counts by code and verdict from the schedules run
+// (counts per code index); when one violated an invariant it replays best,
+// the smallest, as the counterexample. It returns runScenario's and
+// MarshalFile's errors.
+func (res *ExploreResult) judge(sc Scenario, counts []int, best []Step, stop *stopper) error {
 	for i, c := range counts {
 		if c > 0 {
 			res.ByCode = append(res.ByCode, CodeCount{Code: Codes[i], Schedules: c})
@@ -254,17 +260,30 @@ func Explore(ctx context.Context, sc Scenario, o ExploreOptions) (ExploreResult,
 		ce.Steps = best
 		ce.Name = sc.Name + "-counterexample"
 		ce.Description = fmt.Sprintf("shortest counterexample found by exploring %s (%d of %d schedules violated an invariant)", sc.Name, res.Violating, res.Schedules)
-		r, err := runScenario(ce, stop)
+		ran, err := runScenario(ce, stop)
 		if err != nil {
-			return res, err
+			return err
 		}
 		file, err := MarshalFile(ce)
 		if err != nil {
-			return res, err
+			return err
 		}
-		res.Counterexample = &Counterexample{Violations: r.Violations, File: string(file)}
+		res.Counterexample = &Counterexample{Violations: ran.Violations, File: string(file)}
 	}
-	return res, nil
+	return nil
+}
+
+// faultSize is how much a schedule varies, in ms: the lengths of its
+// faults and calls and its clock jumps added up (the smallest counterexample
+// is kept).
+func faultSize(steps []Step) int64 {
+	var size int64
+	for _, st := range steps {
+		if st.Do.fault() || st.Do == ActCall {
+			size += st.ForMS + st.ByMS
+		}
+	}
+	return size
 }
 
 // GridPoints returns the points per dimension of the exhaustive grid Explore

@@ -148,41 +148,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 			r.event(a.name, "write", false, 0, skipNote(a.name, cancelled))
 			return nil
 		}
-		if r.sc.Check == CheckTTL {
-			ok := a.checkedOK
-			if !inFlight {
-				v, err := client.Get(r.ctx, r.keys.Lock).Result()
-				ok = err == nil && v == a.lock.Value()
-			}
-			if !ok {
-				r.event(a.name, "write", false, 0, "TTL check: the key is not "+a.name+"'s; write skipped")
-				return nil
-			}
-		}
-		fencing := "0"
-		if guards.Fencing {
-			fencing = "1"
-		}
-		res, err := storeWriteScript.Run(r.ctx, r.o.Client, []string{r.storeKey}, a.lock.Fence, a.name, fencing, a.grant.seq).Int64Slice()
-		if err != nil {
-			return err
-		}
-		r.mu.Lock()
-		r.storeHigh = max(r.storeHigh, a.lock.Fence)
-		r.mu.Unlock()
-		if res[0] == 0 {
-			r.event(a.name, "write", false, a.lock.Fence, fmt.Sprintf("rejected: fence %d < %d", a.lock.Fence, res[1]))
-			return nil
-		}
-		r.event(a.name, "write", true, a.lock.Fence, "accepted")
-		// Stale as in the model: a later grant has written already.
-		if newest := int(res[2]); a.grant.seq < newest {
-			r.mu.Lock()
-			newer := r.grants[newest-1].actor
-			r.mu.Unlock()
-			r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after %s's newer write", a.name, a.lock.Fence, newer))
-		}
-		return nil
+		return r.write(a, client, inFlight)
 	case ActSend:
 		if !inSection {
 			r.event(a.name, "send", false, 0, skipNote(a.name, cancelled))
@@ -223,6 +189,47 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 		if n > 1 {
 			r.violate(CodeDuplicate, a.name, fmt.Sprintf("%s applied %d times", st.Key, n))
 		}
+	}
+	return nil
+}
+
+// write is one write step of a holder in its section: the TTL check when
+// asked, then the store's fenced (or unfenced) write. It returns Redis
+// errors.
+func (r *liveRun) write(a *liveActor, client partClient, inFlight bool) error {
+	if r.sc.Check == CheckTTL {
+		ok := a.checkedOK
+		if !inFlight {
+			v, err := client.Get(r.ctx, r.keys.Lock).Result()
+			ok = err == nil && v == a.lock.Value()
+		}
+		if !ok {
+			r.event(a.name, "write", false, 0, "TTL check: the key is not "+a.name+"'s; write skipped")
+			return nil
+		}
+	}
+	fencing := "0"
+	if r.sc.Guards.Fencing {
+		fencing = "1"
+	}
+	res, err := storeWriteScript.Run(r.ctx, r.o.Client, []string{r.storeKey}, a.lock.Fence, a.name, fencing, a.grant.seq).Int64Slice()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.storeHigh = max(r.storeHigh, a.lock.Fence)
+	r.mu.Unlock()
+	if res[0] == 0 {
+		r.event(a.name, "write", false, a.lock.Fence, fmt.Sprintf("rejected: fence %d < %d", a.lock.Fence, res[1]))
+		return nil
+	}
+	r.event(a.name, "write", true, a.lock.Fence, "accepted")
+	// Stale as in the model: a later grant has written already.
+	if newest := int(res[2]); a.grant.seq < newest {
+		r.mu.Lock()
+		newer := r.grants[newest-1].actor
+		r.mu.Unlock()
+		r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after %s's newer write", a.name, a.lock.Fence, newer))
 	}
 	return nil
 }

@@ -109,41 +109,21 @@ type liveStep struct {
 	before int
 }
 
+// liveActor is one process of a live run, its state grouped by concern.
 type liveActor struct {
-	name        string
-	steps       []liveStep
-	pausedUntil time.Time
-	pauseStart  time.Time
-	checkedOK   bool
-	partUntil   time.Time
-	crashed     bool
-	lock        *lockcore.Lock
-	grant       *liveGrant
-	keeper      *lockcore.Keeper
-	stopRenew   chan struct{}
-	renewDone   chan struct{}
-	workCtx     context.Context
-	cancelled   bool
-	inSection   bool
-	secStart    time.Time
-	sections    []liveSection
-	pauses      [][2]time.Time
-	// frozen: a pause stopped the renewer; inFlight: the program waits out
-	// the pause with a step in flight and restarts the renewer after it.
-	frozen   bool
-	inFlight bool
-	// woke: the current pause's wake event is recorded.
-	woke bool
+	name string
+	liveProgram
+	liveFaults
+	liveHold
+	liveWork
+}
+
+// liveProgram is where an actor's program stands (see aheadLocked).
+type liveProgram struct {
+	steps []liveStep
 	// stepAt is the current step's time on the model's clock: its due time
 	// plus modelShift.
 	stepAt time.Time
-	// renewDue is when renewLoop's next renewal is due, busyUntil when the
-	// work or call in progress ends, on the model's clock (zero: none):
-	// steps and faults due then wait for them (pendingLocked).
-	renewDue  time.Time
-	busyUntil time.Time
-	// renewedAt: the lock's last acquire or renewal, on the model's clock.
-	renewedAt time.Time
 	// next is the program's next step (the steps before it are done);
 	// shift is how late its steps run, modelShift how late they run on the
 	// model's clock (pauses, work and calls, waits to acquire: not
@@ -159,6 +139,49 @@ type liveActor struct {
 	// waits to acquire, after a first refusal.
 	rank    int
 	waiting bool
+}
+
+// liveFaults are the pauses, partitions and crash that befell an actor.
+type liveFaults struct {
+	pausedUntil time.Time
+	pauseStart  time.Time
+	partUntil   time.Time
+	crashed     bool
+	pauses      [][2]time.Time
+	// frozen: a pause stopped the renewer; inFlight: the program waits out
+	// the pause with a step in flight and restarts the renewer after it.
+	frozen   bool
+	inFlight bool
+	// woke: the current pause's wake event is recorded.
+	woke bool
+}
+
+// liveHold is the lock an actor holds and its renewer.
+type liveHold struct {
+	lock      *lockcore.Lock
+	grant     *liveGrant
+	keeper    *lockcore.Keeper
+	stopRenew chan struct{}
+	renewDone chan struct{}
+	checkedOK bool
+	// renewDue is when renewLoop's next renewal is due, on the model's
+	// clock (zero: none): steps and faults due then wait for it.
+	renewDue time.Time
+	// renewedAt: the lock's last acquire or renewal, on the model's clock.
+	renewedAt time.Time
+}
+
+// liveWork is an actor's critical section and the work in it.
+type liveWork struct {
+	workCtx   context.Context
+	cancelled bool
+	inSection bool
+	secStart  time.Time
+	sections  []liveSection
+	// busyUntil is when the work or call in progress ends, on the model's
+	// clock (zero: none): steps and faults due then wait for it
+	// (pendingLocked).
+	busyUntil time.Time
 }
 
 type liveRun struct {

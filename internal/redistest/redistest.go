@@ -3,6 +3,7 @@
 package redistest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -26,6 +27,8 @@ type Server struct {
 	Dir    string
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// args are the server's arguments, for Restart.
+	args []string
 }
 
 // URL returns redis://127.0.0.1:<port>/0.
@@ -83,18 +86,48 @@ func launch(args func(port int, dir string) []string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, args(port, dir)...)
-		if err := cmd.Start(); err != nil {
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, args: args(port, dir)}
+		if err := s.start(bin); err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("start redis-server: %w", err)
+			return nil, err
 		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, cmd: cmd}
 		if lastErr = s.waitReady(); lastErr == nil {
 			return s, nil
 		}
 		s.Stop()
 	}
 	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
+}
+
+func (s *Server) start(bin string) error {
+	s.cmd = exec.Command(bin, s.args...)
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	return nil
+}
+
+// Restart stops the server with SHUTDOWN NOSAVE and starts it again on the
+// same port and arguments, empty: a cache-mode Redis (no persistence) that
+// restarted. Clients reconnect on their next command. It fails tb when the
+// server does not stop in 10s or does not come back.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	// The server closes the connection instead of replying.
+	_ = c.Do(context.Background(), "SHUTDOWN", "NOSAVE").Err()
+	_ = c.Close()
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		tb.Fatalf("redis-server on %s did not stop in 10s after SHUTDOWN NOSAVE", s.Addr)
+	}
+	if err := s.start(s.cmd.Path); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.waitReady(); err != nil {
+		tb.Fatalf("restart on %s: %v", s.Addr, err)
+	}
 }
 
 func (s *Server) waitReady() error {

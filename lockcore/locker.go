@@ -166,8 +166,12 @@ type Lock struct {
 	Keys   Keys
 	// Owner is the 128-bit random owner token (32 hex characters).
 	Owner string
-	// Fence is the fencing token, issued by INCR on Keys.Fence; a write
-	// boundary that refuses lower values stops stale writers (Kleppmann 2016).
+	// Fence is the fencing token, issued by INCR on Keys.Fence, or, when
+	// that counter is missing (first use, an empty restart, an eviction),
+	// the server's TIME in µs since the epoch: above the tokens a lost
+	// counter issued while the server's clock does not go back
+	// (docs/fencing.md). A write boundary that refuses lower values stops
+	// stale writers (Kleppmann 2016); store it in a signed 64-bit column.
 	Fence int64
 	// Lease is the TTL set on acquire and on each renewal.
 	Lease time.Duration
@@ -192,7 +196,8 @@ func errorReply(err error) string {
 func (l *Lock) Value() string { return FormatValue(l.Fence, l.Owner) }
 
 // Acquire takes the lock at keys.Lock for one lease with a fresh owner token:
-// SET NX PX plus INCR of the fence counter in one script. The lease is sent in
+// SET NX PX plus INCR of the fence counter (started at the server's TIME in
+// µs when missing, see Lock.Fence) in one script. The lease is sent in
 // ms and must be at least 1 ms. It returns a *HeldError (errors.Is
 // ErrNotObtained) when the key exists, a *FenceCounterError when the fence
 // counter cannot be incremented, an *UnsureAcquireError when the call may

@@ -3,8 +3,12 @@ package lockcore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +40,7 @@ func TestAcquireRenewRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, _ := rdb.Get(ctx, keys.Lock).Result()
-	if v != a.Value() || !strings.HasPrefix(v, "1:") || len(a.Owner) != 32 {
+	if v != a.Value() || !strings.HasPrefix(v, strconv.FormatInt(a.Fence, 10)+":") || len(a.Owner) != 32 {
 		t.Fatalf("value %q, lock %+v", v, a)
 	}
 	pttl := rdb.PTTL(ctx, keys.Lock).Val()
@@ -49,8 +53,8 @@ func TestAcquireRenewRelease(t *testing.T) {
 	if !errors.Is(err, ErrNotObtained) || !errors.As(err, &held) || held.Value != a.Value() || held.PTTL <= 0 {
 		t.Fatalf("second acquire: %v", err)
 	}
-	if f, _ := rdb.Get(ctx, keys.Fence).Int64(); f != 1 {
-		t.Errorf("a refused acquire moved the fence counter to %d", f)
+	if f, _ := rdb.Get(ctx, keys.Fence).Int64(); f != a.Fence {
+		t.Errorf("a refused acquire moved the fence counter from %d to %d", a.Fence, f)
 	}
 
 	// Renew sets the TTL back to the full lease, never adds (cases.md 4).
@@ -83,8 +87,106 @@ func TestAcquireRenewRelease(t *testing.T) {
 	}
 
 	b, err := lk.Acquire(ctx, keys, time.Second)
-	if err != nil || b.Fence != 2 {
-		t.Fatalf("next acquire: %+v %v", b, err)
+	if err != nil || b.Fence != a.Fence+1 {
+		t.Fatalf("next acquire: %+v %v, want fence %d", b, err, a.Fence+1)
+	}
+}
+
+// serverMicros is the server's TIME in microseconds since the epoch.
+func serverMicros(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	now, err := rdb.Time(context.Background()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now.UnixMicro()
+}
+
+// A missing fence counter starts at the server's TIME in microseconds: a
+// positive int64 under 2^53 (exact in Lua's doubles, written exactly in
+// the value) and over 2^31 (a 32-bit column cannot hold it, docs/fencing.md).
+// A counter that exists, even at 0, goes up by exactly 1 per acquire.
+func TestFenceCounterStart(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	lk := NewLocker(rdb)
+	before := serverMicros(t, rdb)
+	a, err := lk.Acquire(ctx, keys, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := serverMicros(t, rdb)
+	if a.Fence < before || a.Fence > after || a.Fence >= 1<<53 || a.Fence <= math.MaxInt32 {
+		t.Errorf("new counter's fence %d, want the server's TIME in µs, between %d and %d", a.Fence, before, after)
+	}
+	if v, c := rdb.Get(ctx, keys.Lock).Val(), rdb.Get(ctx, keys.Fence).Val(); v != fmt.Sprintf("%d:%s", a.Fence, a.Owner) || c != strconv.FormatInt(a.Fence, 10) {
+		t.Errorf("lock value %q, counter %q for fence %d", v, c, a.Fence)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []int64{0, 41, a.Fence} {
+		rdb.Set(ctx, keys.Fence, start, 0)
+		for i := range int64(3) {
+			l, err := lk.Acquire(ctx, keys, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := start + i + 1; l.Fence != want || rdb.Get(ctx, keys.Fence).Val() != strconv.FormatInt(want, 10) {
+				t.Errorf("counter at %d, acquire %d: fence %d, counter %s; want %d", start, i+1, l.Fence, rdb.Get(ctx, keys.Fence).Val(), want)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// An empty restart (SHUTDOWN NOSAVE, no persistence) loses the lock and its
+// fence counter: the next holder's fence is still above the old holder's,
+// so a write boundary refuses the old holder; its release finds no lock.
+func TestFenceSurvivesEmptyRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	keys := testKeys(t)
+	lk := NewLocker(rdb)
+	var prev *Lock
+	for range 3 {
+		l, err := lk.Acquire(ctx, keys, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev != nil && l.Fence != prev.Fence+1 {
+			t.Errorf("fence %d after %d on an existing counter", l.Fence, prev.Fence)
+		}
+		prev = l
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := lk.Acquire(ctx, keys, time.Minute)
+	if err != nil || old.Fence != prev.Fence+1 {
+		t.Fatalf("acquire before the restart: %+v %v", old, err)
+	}
+	srv.Restart(t)
+	if n := rdb.Exists(ctx, keys.Lock, keys.Fence).Val(); n != 0 {
+		t.Fatalf("%d of the lock and counter keys survived the restart", n)
+	}
+	b, err := lk.Acquire(ctx, keys, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Fence <= old.Fence {
+		t.Errorf("fence after the restart %d, not above %d before it", b.Fence, old.Fence)
+	}
+	if err := old.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("the old holder's release after the restart: %v", err)
+	}
+	if v := rdb.Get(ctx, keys.Lock).Val(); v != b.Value() {
+		t.Errorf("lock value %q, want the new holder's %q", v, b.Value())
 	}
 }
 
@@ -219,8 +321,8 @@ func TestAcquireLostReply(t *testing.T) {
 	if n := srv.Client(t).Exists(ctx, keys.Lock).Val(); n != 0 {
 		t.Errorf("the lock the lost acquire took is still there")
 	}
-	if f, _ := srv.Client(t).Get(ctx, keys.Fence).Int64(); f != 1 {
-		t.Errorf("fence counter %d, want 1 (issued, never reset)", f)
+	if f, _ := srv.Client(t).Get(ctx, keys.Fence).Int64(); f <= math.MaxInt32 {
+		t.Errorf("fence counter %d, want the fence the lost acquire issued (never reset)", f)
 	}
 
 	// The look fails too: the error says the lock may be held, by whom and
@@ -366,8 +468,11 @@ func TestAcquireContention(t *testing.T) {
 	if wins.Load() == 0 {
 		t.Fatal("nobody acquired")
 	}
-	if c, _ := rdb.Get(ctx, keys.Fence).Int64(); c != wins.Load() {
-		t.Errorf("fence counter %d, acquisitions %d", c, wins.Load())
+	// One INCR per acquisition: the fences are consecutive, the counter at
+	// the last.
+	first, last := slices.Min(fences), slices.Max(fences)
+	if c, _ := rdb.Get(ctx, keys.Fence).Int64(); c != last || last-first+1 != wins.Load() {
+		t.Errorf("fence counter %d, fences %d..%d, acquisitions %d", c, first, last, wins.Load())
 	}
 }
 

@@ -12,11 +12,27 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   return {pttl, redis.call('TYPE', KEYS[1])['ok']}
 end
--- A fence counter INCR refuses (not an integer, at 2^63-1, another type) is
--- an error reply "BADFENCE <Redis's error>", and nothing is written.
-local fence = redis.pcall('INCR', KEYS[2])
-if type(fence) == 'table' then
-  return redis.error_reply('BADFENCE ' .. fence.err)
+local fence
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  -- A missing counter (never created, or lost in an empty restart, an
+  -- eviction or a failover) starts at the server's TIME in microseconds since
+  -- the epoch: above every fence an earlier counter issued, assuming the
+  -- server's clock did not go back and fewer than one fence per microsecond
+  -- was issued. About 1.8e15 now: under 2^53, so the double is exact.
+  if redis.replicate_commands then
+    -- Redis before 7: a write after TIME must replicate as effects.
+    redis.replicate_commands()
+  end
+  local now = redis.call('TIME')
+  fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  redis.call('SET', KEYS[2], string.format('%d', fence))
+else
+  -- A fence counter INCR refuses (not an integer, at 2^63-1, another type)
+  -- is an error reply "BADFENCE <Redis's error>", and nothing is written.
+  fence = redis.pcall('INCR', KEYS[2])
+  if type(fence) == 'table' then
+    return redis.error_reply('BADFENCE ' .. fence.err)
+  end
 end
 redis.call('SET', KEYS[1], string.format('%d:%s', fence, ARGV[1]), 'PX', ARGV[2])
 return fence

@@ -116,7 +116,7 @@ var builtins = []builtin{
 			}
 		}},
 	{BuiltinInfo{"failover", "", false,
-		"The primary acknowledges A's lock and dies before replicating it; the promoted replica hands the lock to B: two holders. No guard prevents the overlap (leases assume durable lock state); the fence counter goes backwards unless it comes from a durable source (--fence-source store), and then fencing keeps the store's writes correct."},
+		"The primary acknowledges A's lock and dies before replicating it; the promoted replica hands the lock to B: two holders. No guard prevents the overlap (leases assume durable lock state); the fence counter goes backwards unless it comes from a durable source (--fence-source store), and then fencing keeps the store's writes correct. The replica has the counter, one lag behind, so INCR reissues tokens: starting a missing counter at the server's TIME covers an empty restart, not this, nor a replica without the counter whose clock is behind the old primary's (docs/fencing.md)."},
 		func(p leaseParams) []Step {
 			return []Step{
 				{AtMS: 0, Actor: "A", Do: ActAcquire},
@@ -131,7 +131,7 @@ var builtins = []builtin{
 			}
 		}},
 	{BuiltinInfo{"clock-jump", "", false,
-		"The server's clock steps forward 30s at 5s: A's lease ends early while A works, and B acquires. No guard prevents the overlap (leases assume bounded clock error); fencing still refuses A's older write."},
+		"The server's clock steps forward 30s at 5s: A's lease ends early while A works, and B acquires. No guard prevents the overlap (leases assume bounded clock error); fencing still refuses A's older write. A step forward only raises the TIME a lost fence counter restarts from; a clock that goes back could restart one below tokens already issued (docs/fencing.md)."},
 		func(p leaseParams) []Step {
 			return []Step{
 				{AtMS: 0, Actor: "A", Do: ActAcquire},

@@ -297,10 +297,12 @@ func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error
 	r.counter = max(sc.FenceStart, 1) - 1
 	r.failovers = slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Do == ActFailover })
 	r.snapLocked(r.start, false, "", time.Time{})
-	if start := sc.FenceStart; start > 1 {
-		if err := o.Client.Set(ctx, r.keys.Fence, start-1, 0).Err(); err != nil {
-			return LiveResult{}, err
-		}
+	// The counter exists from the start, as in the model: a missing one
+	// would start at the server's TIME (lockcore's acquire), not at
+	// fence_start, and a failover that puts it back to fence_start-1 would
+	// stand for a replica that has it.
+	if err := o.Client.Set(ctx, r.keys.Fence, r.counter, 0).Err(); err != nil {
+		return LiveResult{}, err
 	}
 	byName := map[string]*liveActor{}
 	var faults []liveStep

@@ -381,3 +381,35 @@ func TestFenceReacquiredBetweenReads(t *testing.T) {
 		}
 	}
 }
+
+// A lock whose fence counter was lost in an empty restart (SHUTDOWN NOSAVE,
+// no persistence) and started again at the server's TIME in µs by the next
+// acquire (lockcore/scripts/acquire.lua) is an ordinary lockctl lock: the
+// 16-digit fence equals the counter, no FENCE_MISMATCH or other error; the
+// next holder's fence is the counter's next value.
+func TestFenceFromTimeAfterRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	k := "lock:OrderId:order-demo-001"
+	keys := lockcore.Keys{Lock: k, Fence: lockcore.FenceKeyFor(k)}
+	lk := lockcore.NewLocker(c)
+	before, err := lk.Acquire(ctx, keys, 20*time.Second)
+	must(t, err)
+	srv.Restart(t)
+	prev := int64(0)
+	for i := range 2 {
+		l, err := lk.Acquire(ctx, keys, 20*time.Second)
+		must(t, err)
+		if l.Fence <= before.Fence || prev != 0 && l.Fence != prev+1 {
+			t.Errorf("fence %d after the restart; before it %d, previous %d", l.Fence, before.Fence, prev)
+		}
+		prev = l.Fence
+		got := readOne(t, c, k, inspect.Options{})
+		if codes(got) != "" || got.Layout.Name != "lockctl" || got.Fence == nil || got.Fence.Value == nil || got.Fence.Counter == nil ||
+			*got.Fence.Value != l.Fence || *got.Fence.Counter != l.Fence {
+			t.Errorf("acquire %d after the restart (fence %d): layout %v, fence %+v, findings %+v", i+1, l.Fence, got.Layout, got.Fence, got.Findings)
+		}
+		must(t, l.Release(ctx))
+	}
+}

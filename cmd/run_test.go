@@ -340,8 +340,37 @@ func TestRunHeld(t *testing.T) {
 	// --wait outlasts the holder's TTL.
 	rdb.PExpire(ctx, "lock:OrderId:order-demo-001", 300*time.Millisecond)
 	p, code = runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "5s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)
-	if code != 0 || p.stdout.String() != "1\n" {
-		t.Errorf("--wait: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+	// The holder was written without a counter: the counter starts at the
+	// server's TIME in µs, far above the holder's 41.
+	counter := rdb.Get(ctx, "{lock:OrderId:order-demo-001}:fence").Val()
+	if f, err := strconv.ParseInt(strings.TrimSpace(p.stdout.String()), 10, 64); code != 0 || err != nil || strconv.FormatInt(f, 10) != counter || f <= 41 {
+		t.Errorf("--wait: exit %d, stdout %q (counter %q), stderr %s", code, p.stdout.String(), counter, p.stderr.String())
+	}
+}
+
+// An empty restart of Redis (SHUTDOWN NOSAVE, no persistence) between two
+// runs loses the lock and its fence counter: the second run's
+// LOCKCTL_FENCE is still above the first's (both were 1), so a store that
+// refuses lower fences refuses the first run's late writes.
+func TestRunFenceAfterEmptyRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	fence := func() int64 {
+		t.Helper()
+		p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)
+		f, err := strconv.ParseInt(strings.TrimSpace(p.stdout.String()), 10, 64)
+		if code != 0 || err != nil {
+			t.Fatalf("run: exit %d, stdout %q, stderr %s", code, p.stdout.String(), p.stderr.String())
+		}
+		return f
+	}
+	first := fence()
+	if next := fence(); next != first+1 {
+		t.Errorf("LOCKCTL_FENCE %d after %d on an existing counter, want +1", next, first)
+	}
+	srv.Restart(t)
+	if after := fence(); after <= first+1 {
+		t.Errorf("LOCKCTL_FENCE %d after the restart, not above %d before it", after, first+1)
 	}
 }
 

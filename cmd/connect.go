@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/respguard"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/viper"
 )
@@ -225,6 +226,8 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		return nil, err
 	}
 	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
+	// A reply header announcing billions of elements fails the read (exit 3) instead of an out-of-memory crash in go-redis.
+	uo.Dialer = respguard.Dialer(s.Timeout, uo.TLSConfig)
 	uo.MaxRetries = -1   // a timed-out call is reported, not silently repeated
 	uo.DialerRetries = 1 // nor a refused dial: five tries 100ms apart outlast a short --timeout, which then hides the refusal
 	uo.DisableIdentity = true

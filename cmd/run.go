@@ -448,7 +448,9 @@ func heldMessage(h *lockcore.HeldError, wait time.Duration) error {
 		return fmt.Errorf("lock not obtained (%s): %s holds a Redis %s, not a lock value; PTTL %s", waited, h.Key, h.Type, pttlText(h.PTTL))
 	}
 	who := fmt.Sprintf("value %q", h.Value)
-	if fence, owner, err := lockcore.ParseValue(h.Value); err == nil {
+	if h.Truncated() {
+		who = fmt.Sprintf("a value of %d bytes beginning %q", h.Size, h.Value)
+	} else if fence, owner, err := lockcore.ParseValue(h.Value); err == nil {
 		who = fmt.Sprintf("owner %s (fence %d)", oneLineText(owner), fence)
 	}
 	return fmt.Errorf("lock not obtained (%s): %s is held by %s, PTTL %s", waited, h.Key, who, pttlText(h.PTTL))

@@ -59,16 +59,28 @@ type HeldError struct {
 	Key string
 	// Type is the Redis type at the key ("string" for a lock).
 	Type string
-	// Value is the holder's value when Type is "string" (may be empty if it
-	// vanished between the two reads).
+	// Value is the holder's value when Type is "string": its first
+	// HeldValueBytes bytes (all of it when Size is not larger).
 	Value string
+	// Size is the holder's value's length in bytes (STRLEN) when Type is "string".
+	Size int64
 	// PTTL is the holder's remaining TTL; -1 ms means no expiry.
 	PTTL time.Duration
 }
 
 func (e *HeldError) Error() string {
+	if e.Truncated() {
+		return fmt.Sprintf("lock %q is held (value of %d bytes beginning %q, PTTL %dms)", e.Key, e.Size, e.Value, e.PTTL.Milliseconds())
+	}
 	return fmt.Sprintf("lock %q is held (value %q, PTTL %dms)", e.Key, e.Value, e.PTTL.Milliseconds())
 }
+
+// Truncated says Value is only the first HeldValueBytes bytes of the holder's value.
+func (e *HeldError) Truncated() bool { return e.Size > int64(len(e.Value)) }
+
+// HeldValueBytes bounds the bytes of a holder's value Acquire reads: a
+// value of 100 MB costs 256 bytes, however often run --wait retries.
+const HeldValueBytes = 256
 
 // Is makes errors.Is(err, ErrNotObtained) true.
 func (e *HeldError) Is(target error) bool { return target == ErrNotObtained }
@@ -209,7 +221,7 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 	}
 	owner := NewOwnerToken()
 	start := time.Now()
-	res, err := acquireScript().Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds()).Result()
+	res, err := acquireScript().Run(ctx, lk.client, []string{keys.Lock, keys.Fence}, owner, lease.Milliseconds(), HeldValueBytes).Result()
 	if reason, ok := strings.CutPrefix(errorReply(err), "BADFENCE "); ok {
 		return nil, &FenceCounterError{Key: keys.Fence, Reason: reason}
 	}
@@ -223,18 +235,15 @@ func (lk *Locker) Acquire(ctx context.Context, keys Keys, lease time.Duration) (
 		return &Lock{locker: lk, Keys: keys, Owner: owner, Fence: fence, Lease: lease, AcquiredAt: start}, nil
 	}
 	arr, _ := res.([]any)
-	if len(arr) != 2 {
-		return nil, fmt.Errorf("acquire script returned %v", res)
+	if len(arr) != 2 && len(arr) != 4 {
+		return nil, fmt.Errorf("acquire script returned %.200v", res)
 	}
 	pttl, _ := arr[0].(int64)
 	held := &HeldError{Key: keys.Lock, PTTL: time.Duration(pttl) * time.Millisecond}
 	held.Type, _ = arr[1].(string)
-	if held.Type == "string" {
-		v, err := lk.client.Get(ctx, keys.Lock).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, err
-		}
-		held.Value = v
+	if len(arr) == 4 {
+		held.Size, _ = arr[2].(int64)
+		held.Value, _ = arr[3].(string)
 	}
 	return nil, held
 }

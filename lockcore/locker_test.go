@@ -391,6 +391,27 @@ func TestAcquireWrongType(t *testing.T) {
 	}
 }
 
+// A holder's value of 8 MB comes back as its size and first HeldValueBytes
+// bytes: a refused acquire (each retry of run --wait) reads no more.
+func TestAcquireHugeHolderValue(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Shared(t).Client(t)
+	keys := testKeys(t)
+	big := strings.Repeat("x", 8<<20)
+	rdb.Set(ctx, keys.Lock, big, time.Minute)
+	_, err := NewLocker(rdb).Acquire(ctx, keys, time.Second)
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("acquire over 8 MB: %.100v, want a *HeldError", err)
+	}
+	if held.Type != "string" || held.Size != int64(len(big)) || held.Value != big[:HeldValueBytes] || !held.Truncated() {
+		t.Fatalf("acquire over 8 MB: size %d, %d bytes read, %.100v", held.Size, len(held.Value), err)
+	}
+	if n := len(err.Error()); n > 1024 {
+		t.Errorf("the error is %d bytes long, want under 1 KB", n)
+	}
+}
+
 // A GET the server refuses (here an ACL without GET) is an error from Renew
 // and Release, not ErrNotHeld: only a wrong-type key reads as not held.
 func TestRenewReleaseGetDenied(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // hostile listens on a loopback port and answers every read with reply.
 // A fake server is the real thing here: a server that lies about sizes.

@@ -3,14 +3,19 @@
 -- no fence). PTTL is the existence check (-2: no key) and, when the key
 -- exists, already the first half of the answer.
 -- KEYS[1] lock key, KEYS[2] fence counter key (same cluster slot)
--- ARGV[1] owner token, ARGV[2] lease in ms
+-- ARGV[1] owner token, ARGV[2] lease in ms, ARGV[3] bytes of a holder's value to return
 -- Returns the fence (an integer) when obtained; {pttl_ms, type} (an array)
--- when the key exists (the caller reads the holder with GET when type is
--- "string"). The fence is formatted with %d: Lua numbers are doubles, and
+-- when the key exists, and for a string {pttl_ms, type, strlen, its first
+-- ARGV[3] bytes}: a holder's value of any size costs ARGV[3] bytes on the
+-- wire, on every retry of run --wait. The fence is formatted with %d: Lua numbers are doubles, and
 -- plain concatenation writes 1e+14 from 10^14 on.
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
-  return {pttl, redis.call('TYPE', KEYS[1])['ok']}
+  local t = redis.call('TYPE', KEYS[1])['ok']
+  if t == 'string' then
+    return {pttl, t, redis.call('STRLEN', KEYS[1]), redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[3]) - 1)}
+  end
+  return {pttl, t}
 end
 local fence
 if redis.call('EXISTS', KEYS[2]) == 0 then

@@ -65,6 +65,11 @@ type UnlockResult struct {
 	Fence    *int64 `json:"fence"`
 	// PTTLMS is the remaining TTL in ms when read; -1 no expiry; null when absent.
 	PTTLMS *int64 `json:"pttl_ms"`
+	// ValueBytes is the value's size (STRLEN) when it is over
+	// unlockValueBytes; value then shows its first unlockValueBytes bytes
+	// and Truncated is true.
+	ValueBytes int64 `json:"value_bytes,omitempty"`
+	Truncated  bool  `json:"truncated,omitempty"`
 	// dump is the DUMP of a key that is not a string, as shown: --force
 	// deletes it only while it still serializes the same (dumpDelete).
 	dump string
@@ -182,6 +187,9 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 	switch {
 	case res.Type == "none":
 		res.Verdict = UnlockAbsent
+	case opts.Force && res.Truncated:
+		// forceDelete compares the exact value shown; only part of this one was read.
+		return &ExitError{Code: ExitCheckFailed, Err: fmt.Errorf("nothing deleted: %s holds a value of %d bytes, over the %d bytes --force reads and compares; give the holder's token with --owner instead", oneLineText(res.Key), res.ValueBytes, unlockValueBytes)}
 	case opts.Force:
 		res.Verdict = UnlockDeclined
 		yes := opts.Yes
@@ -200,13 +208,21 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 				res.Verdict, res.Deleted = UnlockForced, true
 			}
 		}
-	case res.Type != "string" || !ownedBy(*res.Value, opts.Owner):
+	case res.Type != "string":
 		res.Verdict = UnlockNotOwner
 	default:
+		whole, ok := ownedValue(res, opts.Owner)
+		if !ok {
+			res.Verdict = UnlockNotOwner
+			break
+		}
 		rctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 		defer cancel()
-		err := lockcore.NewLocker(conn.Client).ReleaseValue(rctx, opts.Key, *res.Value)
+		err := lockcore.NewLocker(conn.Client).ReleaseValue(rctx, opts.Key, whole)
 		switch {
+		case errors.Is(err, lockcore.ErrNotHeld) && res.Truncated:
+			// The unread part may differ as well as have changed: not the owner, as far as lockctl can tell.
+			res.Verdict = UnlockNotOwner
 		case errors.Is(err, lockcore.ErrNotHeld):
 			res.Verdict = UnlockChanged
 		case err != nil:
@@ -240,6 +256,27 @@ func ownedBy(value, token string) bool {
 	return err == nil && owner == token
 }
 
+// ownedValue returns the whole value token stands for and whether it may be
+// the owner: for a value read whole, ownedBy decides; for one read in part
+// (Truncated), token must give the value's exact size, as the whole value
+// or as "<fence>:" (from the part read) plus token, and match the part
+// read. The delete script then compares every byte server-side (cases.md 8).
+func ownedValue(res UnlockResult, token string) (string, bool) {
+	v := *res.Value
+	if !res.Truncated {
+		if !ownedBy(v, token) {
+			return "", false
+		}
+		return v, true
+	}
+	whole := token
+	if int64(len(whole)) != res.ValueBytes && res.Fence != nil {
+		fence, _, _ := strings.Cut(v, ":")
+		whole = fence + ":" + token
+	}
+	return whole, int64(len(whole)) == res.ValueBytes && strings.HasPrefix(whole, v)
+}
+
 // readLock reads type, value and PTTL of key (read-only); with force, the
 // DUMP of a key that is not a string too (readOther).
 func readLock(ctx context.Context, c redis.UniversalClient, key string, force bool) (UnlockResult, error) {
@@ -263,20 +300,32 @@ func readLock(ctx context.Context, c redis.UniversalClient, key string, force bo
 	if res.Type != "string" {
 		return readOther(ctx, c, res, force)
 	}
-	v, err := c.Get(ctx, key).Result()
-	if errors.Is(err, redis.Nil) { // expired between the reads
+	// STRLEN and a bounded GETRANGE: a value of 100 MB costs unlockValueBytes.
+	pipe := c.Pipeline()
+	exists := pipe.Exists(ctx, key)
+	size := pipe.StrLen(ctx, key)
+	part := pipe.GetRange(ctx, key, 0, unlockValueBytes-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return res, err
+	}
+	n, v := size.Val(), part.Val()
+	if exists.Val() == 0 { // expired between the reads
 		res.Type, res.PTTLMS = "none", nil
 		return res, nil
 	}
-	if err != nil {
-		return res, err
-	}
 	res.Value, res.ValueHex = &v, inspect.HexIfNotUTF8(v)
+	if n > int64(len(v)) {
+		res.ValueBytes, res.Truncated = n, true
+	}
 	if fence, owner, err := lockcore.ParseValue(v); err == nil {
 		res.Fence, res.Owner = &fence, owner
 	}
 	return res, nil
 }
+
+// unlockValueBytes bounds the bytes of a string lock value unlock reads and
+// prints (its owner check stays exact: ownedValue).
+const unlockValueBytes = 1024
 
 // readOther completes res for a key that is not a string (a Redisson hash,
 // a stray list): its owner as inspect detects it (a bounded read of the key

@@ -288,3 +288,39 @@ func TestUnlockForceInterruptedAtPrompt(t *testing.T) {
 		t.Error("the key was deleted")
 	}
 }
+
+// A value of 8 MB is read as its size and first unlockValueBytes bytes:
+// the output stays under 10 KB, and the owner check stays exact (the tail
+// differs by one byte: nothing deleted; the right token deletes it).
+func TestUnlockHugeValue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	owner := strings.Repeat("o", 8<<20)
+	rdb.Set(ctx, "lock:x", "7:"+owner, 0)
+	check := func(token string, force bool, wantCode int, wantKey int64, want ...string) {
+		t.Helper()
+		u := newUnlock(t, srv, formatJSON, "lock:x")
+		u.opts.Owner, u.opts.Force, u.opts.Yes = token, force, force
+		err := unlockRun(ctx, u.opts)
+		out := u.out.String()
+		if err != nil {
+			out += err.Error()
+		}
+		if code := exitCodeOf(err); code != wantCode || rdb.Exists(ctx, "lock:x").Val() != wantKey || len(out) > 10<<10 {
+			t.Fatalf("exit %d, key exists %d, %d bytes of output: %.300s", code, rdb.Exists(ctx, "lock:x").Val(), len(out), out)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("output lacks %s: %.600s", w, out)
+			}
+		}
+	}
+	check(owner[:len(owner)-1]+"x", false, ExitCheckFailed, 1, `"verdict": "not_owner"`, `"value_bytes": 8388610`, `"truncated": true`)
+	check(owner[:len(owner)-1], false, ExitCheckFailed, 1, `"verdict": "not_owner"`)
+	check("", true, ExitCheckFailed, 1, "holds a value of 8388610 bytes")
+	check(owner, false, 0, 0, `"verdict": "owned"`, `"deleted": true`)
+	rdb.Set(ctx, "lock:x", owner, 0) // not <fence>:<owner>: the whole value is the token
+	check(owner, false, 0, 0, `"verdict": "owned"`)
+}

@@ -317,9 +317,11 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	ctx := opts.Ctx
 	reader := newReader(opts, conn, nil)
 	reader.Light = true
+	reader.MaxValueBytes = inspect.ScanMaxValueBytes
 	// A scan allocates per key but keeps little (jsonl streams): collect
-	// garbage less often.
+	// garbage less often, and more often again near 96 MB of heap.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(96 << 20))
 	so := inspect.ScanOptions{Pattern: opts.Pattern, Count: opts.Count}
 	if opts.IO.ErrTTY {
 		if total, err := conn.Client.DBSize(ctx).Result(); err == nil && total > 0 {

@@ -19,6 +19,13 @@ const (
 	DefaultMaxItems = 128
 	// companionBytes bounds a companion key's string value (a counter, a timestamp).
 	companionBytes = 256
+	// ScanMaxValueBytes is MaxValueBytes for scans (inspect --pattern):
+	// a lock value is a few dozen bytes, a page holds thousands of keys.
+	ScanMaxValueBytes = 4 << 10
+	// PipelineBytes bounds the value bytes one Scan pipeline may bring back
+	// (keys × MaxValueBytes): with four readers, peak memory of a scan
+	// does not grow with the values' sizes.
+	PipelineBytes = 2 << 20
 )
 
 // Reader reads lock keys with read-only commands in pipelined round trips:
@@ -52,6 +59,11 @@ func (r *Reader) maxBytes() int64 {
 		return r.MaxValueBytes
 	}
 	return DefaultMaxValueBytes
+}
+
+// pipelineKeys is how many keys one Scan pipeline reads (PipelineBytes).
+func (r *Reader) pipelineKeys() int {
+	return int(max(1, PipelineBytes/r.maxBytes()))
 }
 
 func (r *Reader) maxItems() int64 {

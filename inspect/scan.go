@@ -131,22 +131,11 @@ func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable) error 
 		go func() {
 			defer wg.Done()
 			for keys := range pages {
-				if st.limitReached() {
-					continue
-				}
-				locks, err := st.r.Read(readCtx, read, keys)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				for _, l := range locks {
-					if !l.Exists {
-						continue // expired between SCAN and the read
-					}
-					if n := st.matched.Add(1); st.so.Limit > 0 && n > int64(st.so.Limit) {
-						break
-					}
-					if err := st.emit(l); err != nil {
+				// A page is read in parts of PipelineBytes: memory does not grow with the values.
+				for len(keys) > 0 && !st.limitReached() {
+					part := keys[:min(len(keys), st.r.pipelineKeys())]
+					keys = keys[len(part):]
+					if err := st.readPart(readCtx, read, part); err != nil {
 						fail(err)
 						break
 					}
@@ -159,6 +148,26 @@ func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable) error 
 		return scanErr
 	}
 	return firstErr
+}
+
+// readPart reads keys and emits the Locks that exist, up to the limit.
+func (st *scanState) readPart(ctx context.Context, read redis.Cmdable, keys []string) error {
+	locks, err := st.r.Read(ctx, read, keys)
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		if !l.Exists {
+			continue // expired between SCAN and the read
+		}
+		if n := st.matched.Add(1); st.so.Limit > 0 && n > int64(st.so.Limit) {
+			return nil
+		}
+		if err := st.emit(l); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SortByTTL orders locks by remaining TTL: the soonest to expire first,

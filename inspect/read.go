@@ -207,78 +207,83 @@ type compCmds struct {
 	strict                 bool
 }
 
-// readRound2 reads the bounded values of non-string keys and the companion
-// keys in one pipeline.
+// round2 is the second round trip: three kinds of reads queued on one
+// pipeline, each with its queue and decode method: items (sizes and
+// bounded values past round 1), again (a lockctl value read once more)
+// and companions (the detected layouts' companion keys).
+type round2 struct {
+	r         *Reader
+	pipe      redis.Pipeliner
+	keys      []string
+	items     []*itemCmds
+	again     []*redis.Cmd
+	comps     map[string]*compCmds
+	compOrder []string
+	queued    int
+}
+
+// readRound2 reads the bounded values of non-string keys, the sizes of
+// strings that filled the bound, the companion keys and the lockctl values
+// again in one pipeline, and completes vals.
 func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string, vals []Value) (map[string]Value, error) {
-	pipe := c.Pipeline()
-	n := r.maxItems()
-	items := make([]*itemCmds, len(keys))
-	again := make([]*redis.Cmd, len(keys))
-	comps := map[string]*compCmds{}
-	var compOrder []string
-	queued := 0
+	q := &round2{r: r, pipe: c.Pipeline(), keys: keys, items: make([]*itemCmds, len(keys)),
+		again: make([]*redis.Cmd, len(keys)), comps: map[string]*compCmds{}}
 	for i, k := range keys {
-		v := vals[i]
-		var ic *itemCmds
-		switch v.Type {
-		case "string":
-			if int64(len(v.Bytes)) >= r.maxBytes() {
-				ic = &itemCmds{size: pipe.Do(ctx, "strlen", k)}
-			}
-		case "hash":
-			ic = &itemCmds{pipe.Do(ctx, "hlen", k), pipe.Do(ctx, "hscan", k, 0, "count", n)}
-		case "list":
-			ic = &itemCmds{pipe.Do(ctx, "llen", k), pipe.Do(ctx, "lrange", k, 0, n-1)}
-		case "set":
-			ic = &itemCmds{pipe.Do(ctx, "scard", k), pipe.Do(ctx, "sscan", k, 0, "count", n)}
-		case "zset":
-			ic = &itemCmds{pipe.Do(ctx, "zcard", k), pipe.Do(ctx, "zrange", k, 0, n-1, "withscores")}
+		q.queueItems(ctx, i, k, vals[i])
+		if !r.NoCompanions {
+			q.queueCompanions(ctx, k, vals[i])
 		}
-		if ic != nil {
-			items[i] = ic
-			queued++
-		}
-		for _, c := range companions(k, v, r.Options) {
-			if r.NoCompanions {
-				break
-			}
-			ck := c.Key
-			strict := c.Role == RoleFence && v.Type == "string"
-			if cc, ok := comps[ck]; ok {
-				cc.strict = cc.strict || strict
-				continue
-			}
-			cc := &compCmds{typ: pipe.Do(ctx, "type", ck), pttl: pipe.Do(ctx, "pttl", ck), strict: strict}
-			switch c.Role {
-			case RoleQueue:
-				cc.lrange = pipe.Do(ctx, "lrange", ck, 0, n-1)
-			case RoleFence, RoleOwner, RoleExpire, RoleDigest:
-				cc.get = pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
-			}
-			comps[ck] = cc
-			compOrder = append(compOrder, ck)
-			queued += 3
-		}
-		if v.Type == "string" && isLockctlValue(string(v.Bytes)) {
-			// After its fence counter: a counter above the holder's
-			// fence is FENCE_MISMATCH only if no acquire came between.
-			again[i] = pipe.Do(ctx, "getrange", k, 0, r.maxBytes()-1)
-			queued++
-		}
+		q.queueAgain(ctx, i, k, vals[i])
 	}
-	out := map[string]Value{}
-	if queued == 0 {
-		return out, nil
+	if q.queued == 0 {
+		return map[string]Value{}, nil
 	}
-	if err := execPipe(ctx, pipe); err != nil {
+	if err := execPipe(ctx, q.pipe); err != nil {
 		return nil, err
 	}
-	for i, ic := range items {
+	if err := q.decodeItems(vals); err != nil {
+		return nil, err
+	}
+	if err := q.decodeAgain(vals); err != nil {
+		return nil, err
+	}
+	return q.decodeCompanions()
+}
+
+// queueItems queues STRLEN of a string that filled the bound, or the size
+// and a bounded read of a hash, list, set or zset.
+func (q *round2) queueItems(ctx context.Context, i int, k string, v Value) {
+	n, p := q.r.maxItems(), q.pipe
+	var ic *itemCmds
+	switch v.Type {
+	case "string":
+		if int64(len(v.Bytes)) >= q.r.maxBytes() {
+			ic = &itemCmds{size: p.Do(ctx, "strlen", k)}
+		}
+	case "hash":
+		ic = &itemCmds{p.Do(ctx, "hlen", k), p.Do(ctx, "hscan", k, 0, "count", n)}
+	case "list":
+		ic = &itemCmds{p.Do(ctx, "llen", k), p.Do(ctx, "lrange", k, 0, n-1)}
+	case "set":
+		ic = &itemCmds{p.Do(ctx, "scard", k), p.Do(ctx, "sscan", k, 0, "count", n)}
+	case "zset":
+		ic = &itemCmds{p.Do(ctx, "zcard", k), p.Do(ctx, "zrange", k, 0, n-1, "withscores")}
+	}
+	if ic != nil {
+		q.items[i] = ic
+		q.queued++
+	}
+}
+
+// decodeItems sets the sizes, bounded values and Truncated of vals.
+func (q *round2) decodeItems(vals []Value) error {
+	n := q.r.maxItems()
+	for i, ic := range q.items {
 		if ic == nil {
 			continue
 		}
-		if err := refused(keys[i], ic.size, ic.items); err != nil {
-			return nil, err
+		if err := refused(q.keys[i], ic.size, ic.items); err != nil {
+			return err
 		}
 		v := &vals[i]
 		size, err := ic.size.Int64()
@@ -308,19 +313,38 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 			v.Truncated = v.Size > count
 		}
 	}
-	for i, c := range again {
-		if c == nil {
+	return nil
+}
+
+// queueCompanions queues TYPE, PTTL and a bounded read of each companion
+// key of the layouts v may be, once per key.
+func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
+	for _, c := range companions(k, v, q.r.Options) {
+		ck := c.Key
+		strict := c.Role == RoleFence && v.Type == "string"
+		if cc, ok := q.comps[ck]; ok {
+			cc.strict = cc.strict || strict
 			continue
 		}
-		if err := refused(keys[i], c); err != nil {
-			return nil, err
+		cc := &compCmds{typ: q.pipe.Do(ctx, "type", ck), pttl: q.pipe.Do(ctx, "pttl", ck), strict: strict}
+		switch c.Role {
+		case RoleQueue:
+			cc.lrange = q.pipe.Do(ctx, "lrange", ck, 0, q.r.maxItems()-1)
+		case RoleFence, RoleOwner, RoleExpire, RoleDigest:
+			cc.get = q.pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
 		}
-		if now, _ := c.Text(); now != string(vals[i].Bytes) {
-			vals[i].Changed = true
-		}
+		q.comps[ck] = cc
+		q.compOrder = append(q.compOrder, ck)
+		q.queued += 3
 	}
-	for _, ck := range compOrder {
-		cc := comps[ck]
+}
+
+// decodeCompanions returns the companion keys' Values; a refused read is an
+// error only for a strict one.
+func (q *round2) decodeCompanions() (map[string]Value, error) {
+	out := map[string]Value{}
+	for _, ck := range q.compOrder {
+		cc := q.comps[ck]
 		if err := refused(ck, cc.typ, cc.pttl, cc.get, cc.lrange); err != nil {
 			if cc.strict {
 				return nil, err
@@ -346,6 +370,32 @@ func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string,
 		out[ck] = v
 	}
 	return out, nil
+}
+
+// queueAgain reads a lockctl value once more, after its fence counter: a
+// counter above the holder's fence is FENCE_MISMATCH only if no acquire
+// came between.
+func (q *round2) queueAgain(ctx context.Context, i int, k string, v Value) {
+	if v.Type == "string" && isLockctlValue(string(v.Bytes)) {
+		q.again[i] = q.pipe.Do(ctx, "getrange", k, 0, q.r.maxBytes()-1)
+		q.queued++
+	}
+}
+
+// decodeAgain sets Changed on the values read differently the second time.
+func (q *round2) decodeAgain(vals []Value) error {
+	for i, c := range q.again {
+		if c == nil {
+			continue
+		}
+		if err := refused(q.keys[i], c); err != nil {
+			return err
+		}
+		if now, _ := c.Text(); now != string(vals[i].Bytes) {
+			vals[i].Changed = true
+		}
+	}
+	return nil
 }
 
 // ReadError is a read the server refused with an error reply that leaves

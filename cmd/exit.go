@@ -56,9 +56,15 @@ func usageErrorf(format string, args ...any) error {
 // checkFailed exits 1 without printing anything more: the report said why.
 func checkFailed() error { return &ExitError{Code: ExitCheckFailed} }
 
-// redisError wraps an error talking to the server at a (redacted) URL: exit 3.
+// redisError wraps an error talking to the server at a (redacted) URL: exit
+// 3, or a *clusterModeError's own code.
 func redisError(redactedURL string, err error) error {
-	return &ExitError{Code: ExitRedis, Err: fmt.Errorf("redis %s: %w", redactedURL, err)}
+	code := ExitRedis
+	var ce *clusterModeError
+	if errors.As(err, &ce) { // the server is not the kind the settings name
+		code = ce.Code
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("redis %s: %w", redactedURL, err)}
 }
 
 // isConnectionError reports whether err comes from the network or the

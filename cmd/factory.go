@@ -132,42 +132,80 @@ func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string
 // Redis connects to the configured deployment and checks it answers PING:
 // a standalone server, a Sentinel-managed primary (--sentinel and
 // --master-name, or a redis+sentinel:// URL) or a cluster (--cluster or a
-// redis+cluster:// URL), over TLS for rediss URLs (docs/connecting.md, "Connecting to
-// Redis"). The password comes from the URL, else redis.password
-// (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH. Bad settings are exit 2,
-// connection failures exit 3; every message shows only the redacted URL and
-// has every known password scrubbed.
+// redis+cluster:// URL), over TLS for rediss URLs (docs/connecting.md). A
+// redis:// URL that names a cluster node connects to the whole cluster,
+// with one line on stderr (docs/cluster.md). The password comes from the
+// URL, else redis.password (LOCKCTL_REDIS_PASSWORD), else REDISCLI_AUTH.
+// Bad settings are exit 2, connection failures exit 3; every message shows
+// only the redacted URL and has every known password scrubbed.
 func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 	s, opt, shown, err := f.redisSettings()
 	if err != nil {
 		return nil, err
 	}
+	client, err := f.ping(ctx, s, opt, shown)
+	if err != nil {
+		return nil, err
+	}
+	_, cluster := client.(*redis.ClusterClient)
+	if !cluster && opt.MasterName == "" {
+		pctx, cancel := context.WithTimeout(ctx, s.Timeout)
+		enabled := clusterEnabled(pctx, client)
+		cancel()
+		if enabled {
+			// A cluster node behind a redis:// URL would serve only its
+			// own slots: a scan lists a third of the locks, a key
+			// elsewhere is a MOVED (issue 19 §5). The cluster client,
+			// seeded with that node, follows the whole cluster.
+			_ = client.Close()
+			opt.IsClusterMode = true
+			if client, err = f.ping(ctx, s, opt, shown); err != nil {
+				return nil, err
+			}
+			cluster = true
+			fmt.Fprintf(f.IO.ErrOut, "lockctl: %s is a cluster node: using the cluster (redis+cluster:// says so up front)\n", opt.Addrs[0])
+		}
+	}
+	client.AddHook(clusterHook{addr: opt.Addrs[0], cluster: cluster})
+	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub}, nil
+}
+
+// ping makes the client of opt and checks it answers PING within the
+// timeout; on failure it closes the client and returns the exit-2 or exit-3
+// error that says why.
+func (f *Factory) ping(ctx context.Context, s connSettings, opt *redis.UniversalOptions, shown string) (redis.UniversalClient, error) {
 	client := redis.NewUniversalClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	if err := client.Ping(pctx).Err(); err != nil {
-		_ = client.Close()
-		if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C; a deadline is a Redis timeout
-			return nil, ctx.Err()
-		}
-		if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the server
-			return nil, usageErrorf("redis %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", shown, opt.DB)
-		}
-		// A server that accepts and never answers gives "i/o timeout", or
-		// "context deadline exceeded" when stuck in a TLS handshake or
-		// behind a sentinel: say which limit ran out. A deadline of the
-		// caller's (watch --duration) is not the server's fault.
-		var ne net.Error
-		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
-			return nil, redisError(shown, fmt.Errorf("no answer within %s (%s)", lockcore.FormatDuration(s.Timeout), f.settingName(keyRedisTimeout, "--timeout")))
-		}
-		if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
-			return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))
-		}
-		return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
+	err := client.Ping(pctx).Err()
+	if err == nil {
+		return client, nil
 	}
-	_, cluster := client.(*redis.ClusterClient)
-	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub}, nil
+	_ = client.Close()
+	if errors.Is(ctx.Err(), context.Canceled) { // Ctrl-C; a deadline is a Redis timeout
+		return nil, ctx.Err()
+	}
+	if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the server
+		return nil, usageErrorf("redis %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", shown, opt.DB)
+	}
+	if r := clusterRefusal(err, opt.Addrs[0]); r != nil {
+		return nil, redisError(shown, r)
+	}
+	if opt.IsClusterMode && strings.Contains(err.Error(), "cluster has no nodes") { // an empty CLUSTER SLOTS
+		return nil, redisError(shown, noSlotsRefusal(opt.Addrs[0]))
+	}
+	// A server that accepts and never answers gives "i/o timeout", or
+	// "context deadline exceeded" when stuck in a TLS handshake or
+	// behind a sentinel: say which limit ran out. A deadline of the
+	// caller's (watch --duration) is not the server's fault.
+	var ne net.Error
+	if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
+		return nil, redisError(shown, fmt.Errorf("no answer within %s (%s)", lockcore.FormatDuration(s.Timeout), f.settingName(keyRedisTimeout, "--timeout")))
+	}
+	if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
+		return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))
+	}
+	return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
 }
 
 // scrub replaces every known secret in s with ***.

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +56,8 @@ print one line per event:
 -o jsonl prints one JSON object per event. Read-only: each sample is the
 same pipelined reads as inspect. A sample that fails (a dropped connection,
 a Sentinel failover, a cluster resharding) is retried for up to --timeout,
-with one line on stderr, before watch gives up with exit 3.`,
+with one line on stderr, before watch gives up with exit 3; so does a
+--duration that ends while samples fail.`,
 		Example: `  lockctl watch order-demo-001
   lockctl watch --key concurrent-test2 --interval 1s --renew-bound 1m -o jsonl
   lockctl watch order-demo-001 --duration 30s`,
@@ -134,9 +136,11 @@ func watchRun(opts *WatchOptions) error {
 	tick := time.NewTicker(opts.Interval)
 	defer tick.Stop()
 	var failingSince time.Time
+	var sampleErr error // the last sample's
 	for {
 		at := time.Now()
 		locks, err := reader.Read(opts.Ctx, conn.Client, res.keys)
+		sampleErr = err
 		now := time.Now()
 		switch {
 		case err == nil && !failingSince.IsZero():
@@ -165,7 +169,7 @@ func watchRun(opts *WatchOptions) error {
 		}
 		select {
 		case <-ctx.Done():
-			return watchEnd(opts, ctx, conn, ctx.Err())
+			return watchEnd(opts, ctx, conn, sampleErr)
 		case <-tick.C:
 		}
 	}
@@ -174,18 +178,25 @@ func watchRun(opts *WatchOptions) error {
 // retryable says whether a failed sample is worth repeating: a dropped
 // connection, a primary being demoted or promoted (a Sentinel failover kills
 // the old primary's clients; READONLY, LOADING, MASTERDOWN), a cluster
-// resharding or down. Refused credentials or ACL permissions are final.
+// resharding or down. Refused credentials or ACL permissions are final, and
+// so is a server that is not the kind the settings name (clusterModeError).
 func retryable(err error) bool {
+	var ce *clusterModeError
+	if errors.As(err, &ce) && ce.Code == ExitUsage { // a setting to change, not a passing state
+		return false
+	}
 	return !redis.IsAuthError(err) && !redis.IsPermissionError(err)
 }
 
-// watchEnd maps how the sampling loop stopped: --duration elapsed is
-// success, Ctrl-C is an interruption, anything else a Redis error.
+// watchEnd maps how the sampling loop stopped, err being the last sample's
+// error: Ctrl-C is an interruption, --duration elapsed after a good sample
+// is success, anything else a Redis error (a watch whose samples all
+// failed must not exit 0).
 func watchEnd(opts *WatchOptions, ctx context.Context, conn *RedisConn, err error) error {
 	switch {
 	case opts.Ctx.Err() != nil:
 		return opts.Ctx.Err()
-	case ctx.Err() != nil:
+	case ctx.Err() != nil && err == nil:
 		return nil
 	}
 	return redisError(conn.URL, err)

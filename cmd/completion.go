@@ -93,9 +93,10 @@ func (f *Factory) completeLockKeys(cmd *cobra.Command, _ []string, toComplete st
 
 // scanKeys returns up to keyCompletionMax keys matching pattern that can be
 // typed back (typable), from at most keyCompletionScans SCAN calls; errors
-// end the completion quietly.
+// end the completion quietly. ctx's deadline cuts every socket read (redisWithin): a server that
+// accepts and never answers would otherwise hold the shell for --timeout.
 func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
-	conn, err := f.Redis(ctx)
+	conn, err := f.redisWithin(ctx)
 	if err != nil {
 		return nil
 	}

@@ -139,9 +139,25 @@ func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string
 // Bad settings are exit 2, connection failures exit 3; every message shows
 // only the redacted URL and has every known password scrubbed.
 func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
+	return f.connect(ctx, false)
+}
+
+// redisWithin is Redis for shell completion: ctx's deadline cuts every dial,
+// read and write (go-redis ContextTimeoutEnabled, and the timeouts capped to
+// what is left of it), and nothing is said on stderr.
+func (f *Factory) redisWithin(ctx context.Context) (*RedisConn, error) {
+	return f.connect(ctx, true)
+}
+
+func (f *Factory) connect(ctx context.Context, within bool) (*RedisConn, error) {
 	s, opt, shown, err := f.redisSettings()
 	if err != nil {
 		return nil, err
+	}
+	if d, ok := ctx.Deadline(); ok && within {
+		s.Timeout = min(s.Timeout, max(time.Until(d), time.Millisecond))
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
+		opt.ContextTimeoutEnabled = true
 	}
 	client, err := f.ping(ctx, s, opt, shown)
 	if err != nil {
@@ -163,7 +179,9 @@ func (f *Factory) Redis(ctx context.Context) (*RedisConn, error) {
 				return nil, err
 			}
 			cluster = true
-			fmt.Fprintf(f.IO.ErrOut, "lockctl: %s is a cluster node: using the cluster (redis+cluster:// says so up front)\n", opt.Addrs[0])
+			if !within {
+				fmt.Fprintf(f.IO.ErrOut, "lockctl: %s is a cluster node: using the cluster (redis+cluster:// says so up front)\n", opt.Addrs[0])
+			}
 		}
 	}
 	client.AddHook(clusterHook{addr: opt.Addrs[0], cluster: cluster})

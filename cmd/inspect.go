@@ -349,7 +349,9 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 		}
 	}
 	err := reader.Scan(ctx, conn.Client, so, emit)
-	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	var bounded *inspect.ScanBoundError
+	partial := errors.As(err, &bounded) // printed as found, then exit 3
+	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil || partial
 	if err != nil && !interrupted {
 		_ = out.Flush()
 		return readError(ctx, conn, err)
@@ -370,7 +372,10 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 		rep.Summary.Interrupted = interrupted
 		perr = printReport(opts, rep, true)
 	}
-	if interrupted {
+	switch {
+	case partial && perr == nil:
+		return redisError(conn.URL, err)
+	case interrupted && !partial:
 		return ctx.Err()
 	}
 	return perr

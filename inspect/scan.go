@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +15,33 @@ import (
 // two hundred round trips instead of redis-cli's hundred thousand (one call
 // walks ~5000 entries, about a millisecond of server time).
 const DefaultScanCount = 5000
+
+// ScanFloor is the least number of keyspace entries a scan of one server
+// may walk before it is stopped (ScanBoundError); see scanBound.
+const ScanFloor = 10_000_000
+
+// ScanBoundError is a scan stopped because the server's cursor did not come
+// back to 0 within the bound (scanBound): a server that never ends a scan
+// (a hostile or broken one) would otherwise be scanned forever, with the
+// keys it returns piling up. What was found before is emitted.
+type ScanBoundError struct {
+	// Addr is the server scanned (host:port), Walked the entries walked
+	// (each SCAN call counts COUNT, or the keys it returned if more),
+	// DBSize its DBSIZE at the start (-1: unknown) and Bound the limit.
+	Addr                  string
+	Walked, DBSize, Bound int64
+}
+
+func (e *ScanBoundError) Error() string {
+	return fmt.Sprintf("SCAN on %s walked about %d entries without its cursor coming back to 0 (bound %d = max(2 x DBSIZE %d, %d)): the server does not end the scan, the list is partial", e.Addr, e.Walked, e.Bound, e.DBSize, ScanFloor)
+}
+
+// scanBound is the number of entries a scan of a server of dbSize keys may
+// walk: a full SCAN takes about DBSIZE/COUNT calls of COUNT entries each
+// (Redis' dictScan), twice that leaves room for a keyspace that doubles
+// while it is scanned, and the floor for a table left sparse by deletions
+// (a call then walks up to 10 x COUNT empty buckets).
+func scanBound(dbSize int64) int64 { return max(2*dbSize, ScanFloor) }
 
 // ScanOptions select the keys Scan reads.
 type ScanOptions struct {
@@ -35,7 +63,9 @@ type ScanOptions struct {
 // is being fetched, and calls emit for each Lock, from one goroutine at a
 // time. When ctx is cancelled (Ctrl-C) it stops fetching pages, finishes the
 // pages in flight and returns ctx's error with what was emitted; it returns
-// the client's error when the connection fails and emit's error if it fails.
+// the client's error when the connection fails, emit's error if it fails,
+// and a *ScanBoundError, with what was emitted, when a server's cursor does
+// not come back to 0 within scanBound.
 func (r *Reader) Scan(ctx context.Context, c redis.UniversalClient, so ScanOptions, emit func(Lock) error) error {
 	var mu sync.Mutex
 	var matched atomic.Int64
@@ -53,14 +83,18 @@ func (r *Reader) Scan(ctx context.Context, c redis.UniversalClient, so ScanOptio
 		// and ASK: a companion key on another primary's slot, or a slot
 		// migrating during the scan, is read where it is.
 		err := cc.ForEachMaster(context.WithoutCancel(ctx), func(_ context.Context, node *redis.Client) error {
-			return st.scanNode(ctx, node, cc)
+			return st.scanNode(ctx, node, cc, node.Options().Addr)
 		})
 		if err == nil {
 			err = ctx.Err()
 		}
 		return err
 	}
-	if err := st.scanNode(ctx, c, c); err != nil {
+	addr := "the server"
+	if sc, ok := c.(*redis.Client); ok {
+		addr = sc.Options().Addr
+	}
+	if err := st.scanNode(ctx, c, c, addr); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -83,18 +117,25 @@ const scanWorkers = 4
 
 // scanNode scans one server (c) and reads the keys through read: one
 // goroutine fetches SCAN pages, scanWorkers read and decode them, so the
-// next page is on the wire while the last is decoded.
-func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable) error {
+// next page is on the wire while the last is decoded. It stops with a
+// *ScanBoundError past scanBound.
+func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable, addr string) error {
 	count := st.so.Count
 	if count <= 0 {
 		count = DefaultScanCount
 	}
 	readCtx := context.WithoutCancel(ctx)
+	dbSize, err := c.DBSize(readCtx).Result()
+	if err != nil { // an ACL may refuse DBSIZE: the floor alone bounds the scan
+		dbSize = -1
+	}
+	bound := scanBound(dbSize)
 	pages := make(chan []string, 2)
 	var scanErr error
 	go func() {
 		defer close(pages)
 		var cursor uint64
+		var walked int64
 		for {
 			if ctx.Err() != nil || st.limitReached() {
 				return
@@ -111,6 +152,10 @@ func (st *scanState) scanNode(ctx context.Context, c, read redis.Cmdable) error 
 				pages <- keys
 			}
 			if next == 0 {
+				return
+			}
+			if walked += max(count, int64(len(keys))); walked > bound {
+				scanErr = &ScanBoundError{Addr: addr, Walked: walked, DBSize: dbSize, Bound: bound}
 				return
 			}
 			cursor = next

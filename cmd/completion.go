@@ -96,6 +96,7 @@ func (f *Factory) completeLockKeys(cmd *cobra.Command, _ []string, toComplete st
 // end the completion quietly. ctx's deadline cuts every socket read (redisWithin): a server that
 // accepts and never answers would otherwise hold the shell for --timeout.
 func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
+	f.passwordWarned = true // a line on stderr would garble the shell's prompt
 	conn, err := f.redisWithin(ctx)
 	if err != nil {
 		return nil

@@ -37,8 +37,9 @@ const (
 	keyFenceTemplate = "lock.fence_template"
 )
 
-// Connection kinds and TLS (docs/connecting.md). Passwords
-// have no flag, so they never show in a process list.
+// Connection kinds and TLS (docs/connecting.md). Passwords have no flag
+// of their own; one written in --redis is warned about (warnPasswordFlag,
+// docs/secrets.md).
 const (
 	keyRedisSentinel         = "redis.sentinel"
 	keyRedisMasterName       = "redis.master_name"

@@ -130,6 +130,30 @@ func urlSecrets(raw string) []string {
 
 func secretParam(name string) bool { return name == "password" || name == "sentinel_password" }
 
+// urlHasPassword reports whether a Redis URL carries a password as lockctl
+// reads it (redisOptions): after the colon of the userinfo, or in a
+// password= or sentinel_password= query option. A userinfo without a colon
+// is a user name to go-redis, so redis://app@host has none.
+func urlHasPassword(raw string) bool {
+	rest := raw
+	if _, r, ok := strings.Cut(raw, "://"); ok {
+		rest = r
+	}
+	if at := strings.LastIndex(rest, "@"); at >= 0 { // as RedactURL
+		if _, pw, has := strings.Cut(rest[:at], ":"); has && pw != "" {
+			return true
+		}
+	}
+	if _, q, ok := strings.Cut(raw, "?"); ok {
+		for _, kv := range strings.Split(q, "&") {
+			if k, val, _ := strings.Cut(kv, "="); secretParam(k) && val != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RedactURL replaces the password of a Redis URL (userinfo and the password=
 // and sentinel_password= query options) with ***, and a userinfo without a
 // colon (redis-cli reads redis://pw@host as a password). It works on text,
@@ -220,7 +244,7 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		uo.Password = s.Password
 	}
 	if uo.Password == "" {
-		uo.Password = os.Getenv("REDISCLI_AUTH")
+		uo.Password = os.Getenv(redisCLIAuth)
 	}
 	if err := applyTLS(uo, s, shown); err != nil {
 		return nil, err

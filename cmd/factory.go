@@ -35,6 +35,8 @@ type Factory struct {
 	secrets []string
 	// args are the arguments lockctl was run with (completion reads them).
 	args []string
+	// passwordWarned says warnPasswordFlag has run (or must not: completion).
+	passwordWarned bool
 }
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.
@@ -185,6 +187,7 @@ func (f *Factory) connect(ctx context.Context, within bool) (*RedisConn, error) 
 		}
 	}
 	client.AddHook(clusterHook{addr: opt.Addrs[0], cluster: cluster})
+	f.warnPasswordFlag() // after the PING: an error stays one line
 	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub}, nil
 }
 

@@ -42,6 +42,9 @@ type RunOptions struct {
 	// Command is the child's argv (already wrapped in sh -c with --shell).
 	Command []string
 	DryRun  bool
+	// PassSecrets is --pass-secrets: the child keeps lockctl's password
+	// variables (childEnv).
+	PassSecrets bool
 }
 
 // RunPlan is the stable JSON shape of `lockctl run --dry-run -o json`
@@ -78,7 +81,7 @@ type PlanKeys struct {
 // NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
 func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 	var budget, mode, wait, grace, key string
-	var shell, dryRun bool
+	var shell, dryRun, passSecrets bool
 	cmd := &cobra.Command{
 		Use:         "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
 		Annotations: outputFormats(dataFormats),
@@ -105,6 +108,9 @@ environment:
   LOCKCTL_FENCE     the fencing token: send it with every write and have the
                     store refuse lower values
   LOCKCTL_DEADLINE  when the budget sends SIGTERM (RFC3339, UTC, ms)
+lockctl's own password variables are removed from it (LOCKCTL_REDIS_PASSWORD,
+LOCKCTL_REDIS_SENTINEL_PASSWORD, REDISCLI_AUTH, and LOCKCTL_REDIS_URL or
+LOCKCTL_REDIS_SENTINEL when they hold a password) unless --pass-secrets.
 
 When the lease is lost (renewal refused, or renewals failing until the lease
 can no longer be proven), the budget ends or the renewal bound is reached,
@@ -142,7 +148,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 			if err != nil {
 				return err
 			}
-			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun}
+			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun, PassSecrets: passSecrets}
 			if err := emptyFlags(cmd, "key"); err != nil {
 				return err
 			}
@@ -158,6 +164,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 				if _, _, _, err := f.redisSettings(); err != nil {
 					return err
 				}
+				f.warnPasswordFlag()
 			}
 			if opts.Lease, err = leaseSetting(f, budget, mode); err != nil {
 				return err
@@ -208,6 +215,7 @@ reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
 	fl.StringVar(&wait, "wait", "0s", "how long to retry while the lock is held (backoff with jitter; 0s: fail at once)")
 	fl.StringVar(&grace, "grace", "5s", "time between SIGTERM and SIGKILL (lowered when it does not fit the lease)")
 	fl.BoolVar(&shell, "shell", false, "run the command through /bin/sh -c (arguments joined by spaces)")
+	fl.BoolVar(&passSecrets, "pass-secrets", false, "pass lockctl's password variables (LOCKCTL_REDIS_PASSWORD, REDISCLI_AUTH, ...) on to the command")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the keys and the lease plan; touch neither Redis nor the command")
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
@@ -501,7 +509,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	child := exec.Command(path, opts.Command[1:]...)
 	child.Args[0] = opts.Command[0]
 	child.Stdin, child.Stdout, child.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
-	child.Env = append(os.Environ(),
+	child.Env = append(childEnv(os.Environ(), opts.PassSecrets),
 		"LOCKCTL_KEY="+lock.Keys.Lock,
 		"LOCKCTL_OWNER="+lock.Owner,
 		"LOCKCTL_FENCE="+strconv.FormatInt(lock.Fence, 10),

@@ -88,6 +88,39 @@ type RedisConn struct {
 	Cluster bool
 	// scrub masks the connection's secrets (Factory.scrub); nil masks none.
 	scrub func(string) string
+	// timeoutName names where Timeout came from (settingName; "" for --timeout).
+	timeoutName string
+}
+
+// isTimeout reports whether err is a call that ran out of time: the
+// context's deadline, or the client's read or dial timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// noAnswer is the exit-3 error of a server at url (redacted) that did not
+// answer within timeout, named by where it came from (--timeout, a variable
+// or the config file: settingName).
+func noAnswer(url string, timeout time.Duration, name string) error {
+	if name == "" {
+		name = "--timeout"
+	}
+	return redisError(url, fmt.Errorf("no answer within %s (%s)", lockcore.FormatDuration(timeout), name))
+}
+
+// callError is err, from a call on c, as the exit-3 error every command
+// gives: a call that timed out says "no answer within 5s (--timeout)", as
+// the PING of Factory.Redis does. When ctx (the command's own, not the
+// call's) has ended, its error is returned: Ctrl-C is not the server's fault.
+func (c *RedisConn) callError(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case isTimeout(err):
+		return noAnswer(c.URL, c.Timeout, c.timeoutName)
+	}
+	return redisError(c.URL, err)
 }
 
 // errLine is err on one line with the connection's secrets masked: for
@@ -188,7 +221,8 @@ func (f *Factory) connect(ctx context.Context, within bool) (*RedisConn, error) 
 	}
 	client.AddHook(clusterHook{addr: opt.Addrs[0], cluster: cluster})
 	f.warnPasswordFlag() // after the PING: an error stays one line
-	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub}, nil
+	return &RedisConn{Client: client, URL: shown, Timeout: s.Timeout, Cluster: cluster, scrub: f.scrub,
+		timeoutName: f.settingName(keyRedisTimeout, "--timeout")}, nil
 }
 
 // ping makes the client of opt and checks it answers PING within the
@@ -219,9 +253,8 @@ func (f *Factory) ping(ctx context.Context, s connSettings, opt *redis.Universal
 	// "context deadline exceeded" when stuck in a TLS handshake or
 	// behind a sentinel: say which limit ran out. A deadline of the
 	// caller's (watch --duration) is not the server's fault.
-	var ne net.Error
-	if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
-		return nil, redisError(shown, fmt.Errorf("no answer within %s (%s)", lockcore.FormatDuration(s.Timeout), f.settingName(keyRedisTimeout, "--timeout")))
+	if ctx.Err() == nil && isTimeout(err) {
+		return nil, noAnswer(shown, s.Timeout, f.settingName(keyRedisTimeout, "--timeout"))
 	}
 	if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
 		return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))

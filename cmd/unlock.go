@@ -181,7 +181,7 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 	defer cancel()
 	res, err := readLock(cctx, conn.Client, opts.Key, opts.Force)
 	if err != nil {
-		return redisError(conn.URL, err)
+		return conn.callError(ctx, err)
 	}
 
 	switch {
@@ -203,7 +203,7 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 			if err := forceDelete(ctx, conn, res); errors.Is(err, lockcore.ErrNotHeld) {
 				res.Verdict = UnlockChanged
 			} else if err != nil {
-				return redisError(conn.URL, err)
+				return deleteError(ctx, conn, opts.Key, err)
 			} else {
 				res.Verdict, res.Deleted = UnlockForced, true
 			}
@@ -226,7 +226,7 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 		case errors.Is(err, lockcore.ErrNotHeld):
 			res.Verdict = UnlockChanged
 		case err != nil:
-			return redisError(conn.URL, err)
+			return deleteError(ctx, conn, opts.Key, err)
 		default:
 			res.Verdict, res.Deleted = UnlockOwned, true
 		}
@@ -244,6 +244,17 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 		return checkFailed()
 	}
 	return nil
+}
+
+// deleteError is callError for the owner-checked delete: one that got no
+// answer may still have run on the server, and the hint says how to look.
+func deleteError(ctx context.Context, conn *RedisConn, key string, err error) error {
+	e := conn.callError(ctx, err)
+	var ee *ExitError
+	if errors.As(e, &ee) && isTimeout(err) {
+		ee.Hint = fmt.Sprintf("The delete may have run: see with lockctl inspect --key %q", key)
+	}
+	return e
 }
 
 // ownedBy compares raw bytes, never decoded or case-folded text (cases.md 8):

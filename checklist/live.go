@@ -41,7 +41,7 @@ type Reader interface {
 // commit_check.fence-counter fail, and a live PTTL above the spec's lease (or
 // no expiry at all) makes lease.matches-policy fail, both with the observed
 // values. specs and r.Tasks are in the same order (as Evaluate returns them).
-// It returns the first Redis error. With opts.Cluster, a spec whose
+// It returns the first Redis error (a refused read as an *inspect.ReadError naming the command and key). With opts.Cluster, a spec whose
 // templates put the lock and fence keys on two hash slots fails
 // lock_key.cluster-slot with both slots, and a value that does so under
 // sound templates (a brace in it) is an error wrapping lockcore.ErrCrossSlot.
@@ -73,17 +73,17 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 			FenceKey: k.Fence, FenceKeyHex: inspect.HexIfNotUTF8(k.Fence)}
 		pttl, err := rd.PTTL(ctx, k.Lock).Result()
 		if err != nil {
-			return err
+			return refusedRead("PTTL", k.Lock, err)
 		}
 		obs.PTTLMS = pttlMS(pttl)
 		n, err := rd.Exists(ctx, k.Fence).Result()
 		if err != nil {
-			return err
+			return refusedRead("EXISTS", k.Fence, err)
 		}
 		obs.FenceExists = n == 1
 		if obs.FenceExists {
 			if obs.Fence, err = rd.Get(ctx, k.Fence).Result(); err != nil && !errors.Is(err, redis.Nil) {
-				return err
+				return refusedRead("GET", k.Fence, err)
 			}
 		}
 		t := &r.Tasks[i]
@@ -118,6 +118,17 @@ func CrossCheck(ctx context.Context, rd Reader, r *Report, specs []*Spec, value 
 	}
 	r.Tally()
 	return nil
+}
+
+// refusedRead names the command and key of a read the server refused with
+// an error reply (NOPERM for the command or the key, CLUSTERDOWN), as
+// inspect does (inspect.ReadError); a connection's error is returned as is.
+func refusedRead(command, key string, err error) error {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return &inspect.ReadError{Command: command, Key: key, Err: err}
+	}
+	return err
 }
 
 // PTTLText describes a PTTL in ms as Redis reports it: "PTTL 899980ms",

@@ -2,11 +2,14 @@ package checklist
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCrossCheck compares the init template with live keys on a real Redis:
@@ -104,6 +107,47 @@ func TestCrossCheck(t *testing.T) {
 		case "pttl", "exists", "get", "info", "config|resetstat":
 		default:
 			t.Errorf("the cross-check issued %s", name)
+		}
+	}
+}
+
+// TestCrossCheckRefused: a read the ACL refuses names the command and the
+// key, as inspect does ("GET \"{lock:OrderId:x}:fence\": NOPERM ..."), for a
+// command and for a key outside the user's patterns.
+func TestCrossCheckRefused(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	spec, err := ParseSpec("order-import.yaml", Template())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "{lock:OrderId:acl}:fence", "3", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		rules []any
+		want  string
+	}{
+		{"noget", []any{"~*", "+@all", "-get"}, `GET "{lock:OrderId:acl}:fence": NOPERM`},
+		{"nokey", []any{"~lock:*", "+@all"}, `EXISTS "{lock:OrderId:acl}:fence": NOPERM`},
+		{"nopttl", []any{"~*", "+@all", "-pttl"}, `PTTL "lock:OrderId:acl": NOPERM`},
+	} {
+		if err := rdb.Do(ctx, append([]any{"ACL", "SETUSER", tc.name, "on", ">pw"}, tc.rules...)...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: tc.name, Password: "pw"})
+		r, err := Evaluate([]*Spec{spec}, defaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CrossCheck(ctx, c, r, []*Spec{spec}, "acl", defaults())
+		_ = c.Close()
+		var re *inspect.ReadError
+		if !errors.As(err, &re) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %s...", tc.name, err, tc.want)
 		}
 	}
 }

@@ -35,8 +35,8 @@ type RunOptions struct {
 	// Grace is the time between SIGTERM and SIGKILL, after ClampGrace.
 	Grace time.Duration
 	// GraceClamped says the --grace asked for did not fit the lease;
-	// GraceNote is the stderr line saying so, written once the other
-	// settings are known good (in a dry run, or once Redis answers).
+	// GraceNote is the stderr line saying so, written once the run can
+	// start (in a dry run, or once the lock is acquired).
 	GraceClamped bool
 	GraceNote    string
 	// Command is the child's argv (already wrapped in sh -c with --shell).
@@ -429,7 +429,6 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 			return err
 		}
 	}
-	opts.graceNote()
 	lock, err := lockcore.NewLocker(conn.Client).AcquireWait(ctx, opts.Keys, opts.Lease.Lease, opts.Wait, opts.Backoff)
 	var held *lockcore.HeldError
 	var badFence *lockcore.FenceCounterError
@@ -443,6 +442,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	case err != nil:
 		return redisError(conn.URL, err)
 	}
+	opts.graceNote()
 	return superviseChild(ctx, opts, conn, lock, path)
 }
 

@@ -3,6 +3,7 @@ module github.com/lockctl/lockctl
 go 1.26.4
 
 require (
+	github.com/agnivade/levenshtein v1.2.1
 	github.com/bsm/redislock v0.9.4
 	github.com/charmbracelet/lipgloss v1.1.0
 	github.com/charmbracelet/x/ansi v0.8.0

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -207,6 +208,31 @@ func flagValueError(err error) error {
 	return fmt.Errorf("--%s %q %s", ie.GetFlag().Name, ie.GetValue(), reason)
 }
 
+// unknownFlagError adds "did you mean --budget?" to pflag's "unknown flag:
+// --budegt", naming the flags of c (its own and inherited, hidden ones left
+// out) within Levenshtein distance 2 of the typed name or starting with it,
+// as cobra suggests a mistyped command (SuggestionsFor).
+func unknownFlagError(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	typed := strings.ToLower(ne.GetSpecifiedName())
+	if typed == "" {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(fl *pflag.Flag) {
+		if !fl.Hidden && (levenshtein.ComputeDistance(typed, fl.Name) <= 2 || strings.HasPrefix(fl.Name, typed)) {
+			names = append(names, "--"+fl.Name)
+		}
+	})
+	if len(names) == 0 {
+		return err
+	}
+	return fmt.Errorf("%v; did you mean %s?", err, orList(names))
+}
+
 // joinLines makes a multi-line error one line (yaml.v3 puts the cause of
 // "yaml: unmarshal errors:" on the lines after it).
 func joinLines(s string) string {
@@ -248,7 +274,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: flagValueError(err), Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
+		return &ExitError{Code: ExitUsage, Err: unknownFlagError(c, flagValueError(err)), Hint: fmt.Sprintf("Run '%s --help' for usage.", c.CommandPath())}
 	})
 
 	pf := root.PersistentFlags()

@@ -393,3 +393,18 @@ func TestMarkdownHeadingOneLine(t *testing.T) {
 		t.Errorf("heading %q, want %q", first, want)
 	}
 }
+
+// TestClusterSlotReasonNamesNoValue: the spec gives templates, not a value,
+// so lock_key.cluster-slot names the keys with <value> and the part Redis
+// hashes, never a made-up value or the slot it lands on.
+func TestClusterSlotReasonNamesNoValue(t *testing.T) {
+	for file, want := range map[string]string{
+		"testdata/specs/lock_key.cluster-slot.fail.yaml": "lock key lock:OrderId:<value> hashes on lock:OrderId:<value>, fence key lock:OrderId:<value>:fence on lock:OrderId:<value>:fence: the two land on different slots; put the value in a hash tag, e.g. lock:{field}:{{{value}}}",
+		"testdata/specs/lock_key.cluster-slot.pass.yaml": "lock key lock:OrderId:{<value>} and fence key lock:OrderId:{<value>}:fence both hash on <value>: one slot",
+	} {
+		got := item(t, evaluate(t, defaults(), file).Tasks[0], "lock_key.cluster-slot")
+		if got.Reason != want || strings.Contains(got.Reason, "order-demo-001") || strings.Contains(got.Reason, "slot ") {
+			t.Errorf("%s: reason %q, want %q", file, got.Reason, want)
+		}
+	}
+}

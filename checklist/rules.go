@@ -18,10 +18,6 @@ const (
 	StatusFail   Status = "fail"
 )
 
-// ExampleValue is the business value used to show the keys a template builds
-// (the default of lockcore's key templates).
-const ExampleValue = "order-demo-001"
-
 // verdict is what a rule returns: the status, why, and the spec field path it
 // comes from (its line is looked up in the spec).
 type verdict struct {
@@ -114,16 +110,17 @@ func ruleClusterSlot(e *env) verdict {
 	if err != nil {
 		return fail("lock.key_template", "the key template is invalid (see lock_key.per-object)")
 	}
-	k := ks.Keys(ExampleValue)
+	// The keys as the templates give them: the spec names no value.
+	k := ks.Keys("<value>")
 	if _, err := lockcore.NewKeySpec(e.s.Lock.Field, e.s.Lock.KeyTemplate, e.s.Lock.FenceTemplate, true); err != nil {
 		path := "lock.key_template"
 		if e.s.Lock.FenceTemplate != "" {
 			path = "lock.fence_template"
 		}
-		return fail(path, "lock key %s (slot %d) and fence key %s (slot %d) are on different slots: put the value in a hash tag, e.g. lock:{field}:{{{value}}}",
-			k.Lock, lockcore.Slot(k.Lock), k.Fence, lockcore.Slot(k.Fence))
+		return fail(path, "lock key %s hashes on %s, fence key %s on %s: the two land on different slots; put the value in a hash tag, e.g. lock:{field}:{{{value}}}",
+			k.Lock, lockcore.HashTag(k.Lock), k.Fence, lockcore.HashTag(k.Fence))
 	}
-	return pass("lock.cluster", "lock key %s and fence key %s share slot %d", k.Lock, k.Fence, lockcore.Slot(k.Lock))
+	return pass("lock.cluster", "lock key %s and fence key %s both hash on %s: one slot", k.Lock, k.Fence, lockcore.HashTag(k.Lock))
 }
 
 // ruleOwnerToken: a constant or host-only owner token fails (cases.md 1, 2).

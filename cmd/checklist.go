@@ -97,10 +97,14 @@ Redis cannot be reached. Never writes to Redis.`,
 			if opts.Policy, err = f.policySetting(); err != nil {
 				return err
 			}
-			if err := choice("fail-on", failOn, "fail", "warn"); err != nil {
+			atWarn, err := failOnLevel(failOn, "fail", "warn")
+			if err != nil {
 				return err
 			}
-			opts.FailOn = checklist.Status(failOn)
+			opts.FailOn = checklist.StatusFail
+			if atWarn {
+				opts.FailOn = checklist.StatusWarn
+			}
 			if opts.Specs, err = expandSpecs(specs); err != nil {
 				return err
 			}
@@ -118,7 +122,7 @@ Redis cannot be reached. Never writes to Redis.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&specs, "spec", nil, `task spec file(s) or glob(s), repeatable or comma-separated: tasks/*.yaml (a path with a comma goes in double quotes: --spec '"a,b.yaml"')`)
-	fl.StringVar(&failOn, "fail-on", "fail", "exit 1 when an item is at this status or worse: fail or warn")
+	fl.StringVar(&failOn, "fail-on", "fail", "exit 1 when an item is at this status or worse: fail or warn ("+failOnAliases+")")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"fail", "warn"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&value, "value", "", "with --redis: the lock field's value whose live keys to compare with each spec")
 	addPolicyFlags(cmd)

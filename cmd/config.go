@@ -484,6 +484,24 @@ func keysFor(ks *lockcore.KeySpec, value, what string, cluster bool) (lockcore.K
 	return k, nil
 }
 
+// failOnAliases says, in --fail-on's help, that inspect's and checklist's
+// words are one vocabulary: inspect ranks findings error and warning,
+// checklist items fail and warn.
+const failOnAliases = "error and fail, warning and warn are the same level"
+
+// failOnLevel reads --fail-on in either command's words (failOnAliases):
+// atWarn is true for warning or warn, false for error or fail. The error
+// names the command's own two words (errWord, warnWord) first.
+func failOnLevel(value, errWord, warnWord string) (atWarn bool, err error) {
+	switch value {
+	case "error", "fail":
+		return false, nil
+	case "warning", "warn":
+		return true, nil
+	}
+	return false, usageErrorf("fail-on %q is not one of %s, %s (%s)", value, errWord, warnWord, failOnAliases)
+}
+
 // choice checks a value against the accepted ones.
 func choice(name, value string, accepted ...string) error {
 	for _, a := range accepted {

@@ -95,11 +95,15 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			if failOn != "" {
-				if err := choice("fail-on", failOn, "error", "warning"); err != nil {
+				atWarn, err := failOnLevel(failOn, "error", "warning")
+				if err != nil {
 					return err
 				}
+				opts.FailOn = string(inspect.SeverityError)
+				if atWarn {
+					opts.FailOn = string(inspect.SeverityWarning)
+				}
 			}
-			opts.FailOn = failOn
 			pol, err := f.policySetting()
 			if err != nil {
 				return err
@@ -127,9 +131,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	fl.IntVar(&limit, "limit", 100, "most keys --search reports per value")
 	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")
 	fl.Int64Var(&count, "count", inspect.DefaultScanCount, "SCAN COUNT hint for --pattern and --search")
-	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning")
+	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning ("+failOnAliases+")")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning"}, cobra.ShellCompDirectiveNoFileComp))
-	fl.StringVar(&owner, "owner", "", "expected owner token, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
+	fl.StringVar(&owner, "owner", "", "expected owner: the owner token (of a value <fence>:<owner>, the part after the colon; LOCKCTL_OWNER of run) or the whole stored value, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd

@@ -151,7 +151,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
 	fl := cmd.Flags()
 	fl.StringVar(&key, "key", "", "exact lock key, instead of VALUE and the key template")
 	f.addLockCompletion(cmd)
-	fl.StringVar(&owner, "owner", "", "owner token (or whole value) that must hold the lock; hex:... for raw bytes")
+	fl.StringVar(&owner, "owner", "", "owner that must hold the lock: the owner token (of a value <fence>:<owner>, the part after the colon; LOCKCTL_OWNER of run) or the whole stored value; hex:... for raw bytes")
 	fl.BoolVar(&force, "force", false, "delete whatever holds the lock, after confirmation")
 	fl.BoolVarP(&yes, "yes", "y", false, "confirm --force without a prompt")
 	addKeyFlags(cmd)

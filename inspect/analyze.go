@@ -55,7 +55,8 @@ type Options struct {
 	FenceKey func(lockKey string) string
 	// Cluster makes CROSS_SLOT an error instead of a warning.
 	Cluster bool
-	// ExpectOwner, when set, is compared byte for byte with the owner token.
+	// ExpectOwner, when set, is compared byte for byte with the owner token
+	// and with the whole value of a string key ("<fence>:<owner>" of lockctl).
 	ExpectOwner []byte
 }
 
@@ -214,11 +215,15 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	l.findings(d, opts)
 	l.checkOwner(d.owner, opts)
+	if l.OwnerCheck == "NOT_OWNED" && v.Type == "string" && !v.Truncated && string(v.Bytes) == string(opts.ExpectOwner) {
+		l.OwnerCheck = "OWNED" // the whole value, as unlock --owner takes it
+	}
 	return l
 }
 
 // checkOwner sets OwnerCheck when an expected owner was given: OWNED only
 // when owner (nil for an absent key or a companion) matches it byte for byte.
+// Analyze also takes the whole string value (unlock --owner's rule).
 func (l *Lock) checkOwner(owner []byte, opts Options) {
 	if opts.ExpectOwner == nil {
 		return

@@ -174,6 +174,20 @@ func TestCase8TokenBytes(t *testing.T) {
 	}
 }
 
+// --owner takes the owner token or the whole value, as unlock --owner does:
+// "41:<token>" held by <token> is OWNED either way, and no part of it else.
+func TestExpectOwnerWholeValue(t *testing.T) {
+	c := client(t)
+	k := "lock:OrderId:" + t.Name()
+	token := lockcore.NewOwnerToken()
+	must(t, c.Set(ctx, k, "41:"+token, 30*time.Second).Err())
+	for expect, want := range map[string]string{token: "OWNED", "41:" + token: "OWNED", "41": "NOT_OWNED", "41:": "NOT_OWNED", "42:" + token: "NOT_OWNED"} {
+		if l := readOne(t, c, k, inspect.Options{ExpectOwner: []byte(expect)}); l.OwnerCheck != want {
+			t.Errorf("--owner %q: %s, want %s", expect, l.OwnerCheck, want)
+		}
+	}
+}
+
 // Case 9: cluster hash slots, CRC16 and the first-{ rule.
 func TestCase9CrossSlot(t *testing.T) {
 	slots := map[string]int{

@@ -126,7 +126,7 @@ func TestRunMutualExclusion(t *testing.T) {
 	if len(lines) != 4*rounds {
 		t.Fatalf("%d marks, want %d:\n%s", len(lines), 4*rounds, b)
 	}
-	last := int64(0)
+	first, last := int64(0), int64(0)
 	for i := 0; i < len(lines); i += 2 {
 		var s, e int64
 		if !scanMark(lines[i], "start", &s) || !scanMark(lines[i+1], "end", &e) || s != e {
@@ -135,14 +135,22 @@ func TestRunMutualExclusion(t *testing.T) {
 		if s <= last {
 			t.Fatalf("fence %d after %d: not strictly increasing", s, last)
 		}
+		if i == 0 {
+			first = s
+		}
 		last = s
+	}
+	// Every acquire took the next fence: the first from the counter's
+	// TIME start (docs/fencing.md), each later one exactly 1 above.
+	if last-first != 2*rounds-1 {
+		t.Errorf("fences %d..%d over %d acquires, want consecutive", first, last, 2*rounds)
 	}
 	ctx := context.Background()
 	if n := srv.Client(t).Exists(ctx, "lock:OrderId:order-demo-001").Val(); n != 0 {
 		t.Error("lock left behind")
 	}
-	if f, _ := srv.Client(t).Get(ctx, "{lock:OrderId:order-demo-001}:fence").Int64(); f != 2*rounds {
-		t.Errorf("fence counter %d, want %d", f, 2*rounds)
+	if f, _ := srv.Client(t).Get(ctx, "{lock:OrderId:order-demo-001}:fence").Int64(); f != last {
+		t.Errorf("fence counter %d, want the last fence %d", f, last)
 	}
 }
 

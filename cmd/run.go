@@ -519,7 +519,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
 	// The watchdog first: started after the child, it left a window (about
 	// 9ms) in which a SIGKILL to lockctl left what the child started running.
-	wd, err := startWatchdog(job.start)
+	wd, err := startWatchdog(job.start, opts.Grace)
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
 	}
@@ -528,7 +528,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 		_ = release()
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}
-	wd.watch(child.Process.Pid)
+	wd.watch(child.Process.Pid, lock.ValidUntil())
 	job.started()
 
 	// budgetEnded says whether the budget or the renewal bound has ended, as
@@ -550,14 +550,25 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	var lastRenewErr error // written by the Keeper; read after Stop
 	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
 		Lease: opts.Lease, StopAhead: opts.Grace,
-		OnRenew: func(err error) { lastRenewErr = err },
+		OnRenew: func(err error) {
+			lastRenewErr = err
+			if err == nil { // the Keeper's goroutine: lock is its to read
+				wd.renewed(lock.ValidUntil())
+			}
+		},
 	})
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 
 	var cause error
 	var kill <-chan time.Time
+	var killAt time.Time
 	workDone := work.Done()
+	// provable says whether the child may go on: the lease can be proven
+	// with the grace to spare, and the watchdog has not started stopping it.
+	provable := func() bool {
+		return time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) && !wd.mayHaveStopped()
+	}
 	// onSignal handles a signal relayed on sigs or chld.
 	onSignal := func(s os.Signal) {
 		stopped, handled := job.signal(s, child.Process)
@@ -566,7 +577,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			// A stopped child would hold the signal pending: continue it,
 			// as a shell's kill does for a stopped job, while the lease
 			// can still be proven.
-			if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+			if provable() {
 				_ = continueGroup(child.Process)
 			}
 		}
@@ -576,7 +587,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 		// lockctl and the child were stopped (Ctrl-Z) and lockctl is
 		// continued: renewals stopped meanwhile, so the child goes on
 		// only if the lease can still be proven with the grace to spare.
-		if time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) {
+		if provable() {
 			job.resume(child.Process)
 			return
 		}
@@ -609,7 +620,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			// SIGKILL after the grace, and never after the lease stops being provable.
 			// One reading of the clock: the grace shown is the grace given.
 			now := time.Now()
-			killAt := now.Add(opts.Grace)
+			killAt = now.Add(opts.Grace)
 			if v := lock.ValidUntil(); v.Before(killAt) {
 				killAt = v
 			}
@@ -619,6 +630,7 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			if now.Before(killAt) {
 				_ = continueGroup(child.Process)
 			}
+			wd.stop(killAt)
 			wait := max(killAt.Sub(now), 0)
 			t := time.NewTimer(wait)
 			defer t.Stop()
@@ -631,6 +643,18 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
 		case <-exited:
 			waiting = false
+			if kill != nil && !time.Now().Before(killAt) {
+				// The watchdog's SIGKILL, due at the same instant, came first.
+				fmt.Fprintf(opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
+			}
+			if cause == nil && wd.mayHaveStopped() {
+				// lockctl was stopped or starved past the lease: the
+				// watchdog stopped the command; nothing was held meanwhile.
+				if cause = budgetEnded(); cause == nil {
+					cause = lockcore.ErrLeaseLost
+				}
+				fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: lockctl was stopped or starved past the time the lease of %s can be proven; its watchdog stopped the command\n", oneLineText(lock.Keys.Lock))
+			}
 		}
 	}
 	keeper.Stop()

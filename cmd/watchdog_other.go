@@ -2,16 +2,22 @@
 
 package cmd
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // watchdog has no process group to watch where there are none (a Windows
 // job object would be the way there): startWatchdog starts none, and the
 // nil *watchdog does nothing.
 type watchdog struct{}
 
-func startWatchdog(func(*exec.Cmd) error) (*watchdog, error) { return nil, nil }
+func startWatchdog(func(*exec.Cmd) error, time.Duration) (*watchdog, error) { return nil, nil }
 
-func (*watchdog) watch(int) {}
-func (*watchdog) done()     {}
+func (*watchdog) watch(int, time.Time) {}
+func (*watchdog) renewed(time.Time)    {}
+func (*watchdog) stop(time.Time)       {}
+func (*watchdog) mayHaveStopped() bool { return false }
+func (*watchdog) done()                {}
 
 func runWatchdog() int { return ExitUsage }

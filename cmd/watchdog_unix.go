@@ -10,28 +10,57 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// watchdog is the second lockctl process that run starts before the child:
-// should this lockctl die (SIGKILL, the OOM killer, a crash), it SIGKILLs
-// the child's process group. PR_SET_PDEATHSIG
-// reaches the child alone, and what the child started (sh -c 'a; b' runs a
-// and b as its children) would run on without the lock, past the lease.
-// The watchdog runs in a process group of its own, away from the terminal's
-// signals, and learns of lockctl's end from its stdin: a pipe whose other
-// end only lockctl holds. On it lockctl writes the child's process group
-// (a line with its number).
+// watchdog is the second lockctl process that run starts before the child.
+// It stops the child's process group when lockctl cannot: should lockctl
+// die (SIGKILL, the OOM killer, a crash) it SIGKILLs the group at once, and
+// should lockctl be stopped or starved (SIGSTOP, a GC pause, a VM freeze of
+// the one process, CPU starvation) past the instant the lease can no
+// longer be proven, it stops the group by then, as lockctl would have:
+// a stopped lockctl renews nothing, and the lease would pass to another
+// holder while the child ran on. PR_SET_PDEATHSIG reaches the child alone,
+// and what the child started (sh -c 'a; b' runs a and b as its children)
+// would run on without the lock, past the lease.
+//
+// The watchdog runs in a process group of its own, away from the
+// terminal's signals, and learns of lockctl's end from its stdin: a pipe
+// whose other end only lockctl holds. On it lockctl writes lines:
+//
+//	watch PGID          the child's process group
+//	until TERM KILL     SIGTERM at TERM, SIGKILL at KILL (CLOCK_MONOTONIC, ns;
+//	                    TERM 0: none), unless a later line moves them
+//	stop KILL           lockctl stops the child itself: no SIGTERM, SIGKILL
+//	                    at KILL at the latest
+//
+// lockctl writes an until line after each confirmed acquire and renewal.
+// Once the watchdog has sent its SIGTERM, or was told stop, it goes on to
+// the SIGKILL: a later line can only bring that earlier.
 type watchdog struct {
-	cmd *exec.Cmd
-	w   *os.File
+	cmd   *exec.Cmd
+	w     *os.File
+	grace time.Duration
+	mu    sync.Mutex
+	// provenUntil is the last lease end (ValidUntil) the watchdog was told:
+	// from provenUntil − grace on it may have signalled the child.
+	provenUntil time.Time
+	// stopping: lockctl stops the child itself; deadlines move no more.
+	stopping bool
 }
 
 // startWatchdog starts the watchdog with start (jobControl.start: a stop
 // signal sent to lockctl's group between the fork and the exec would hold
 // it there, and exec.Cmd.Start with it). It runs this very binary
-// (/proc/self/exe on Linux: the file may have been replaced since).
-func startWatchdog(start func(*exec.Cmd) error) (*watchdog, error) {
+// (/proc/self/exe on Linux: the file may have been replaced since). grace
+// is run's --grace: the watchdog's SIGTERM comes that long before the
+// lease could end (a little later than lockctl's own, see until).
+func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog, error) {
 	self := "/proc/self/exe"
 	if runtime.GOOS != "linux" {
 		var err error
@@ -52,15 +81,85 @@ func startWatchdog(start func(*exec.Cmd) error) (*watchdog, error) {
 		w.Close()
 		return nil, err
 	}
-	return &watchdog{cmd: c, w: w}, nil
+	return &watchdog{cmd: c, w: w, grace: grace}, nil
 }
 
-// watch tells the watchdog the child's process group; d may be nil (no
-// watchdog), as for done.
-func (d *watchdog) watch(pgid int) {
+// watch tells the watchdog the child's process group and the lease end
+// validUntil of the acquire; d may be nil (no watchdog), as for every method.
+func (d *watchdog) watch(pgid int, validUntil time.Time) {
 	if d != nil {
-		_, _ = fmt.Fprintf(d.w, "%d\n", pgid)
+		d.write(fmt.Sprintf("watch %d\n", pgid))
+		d.renewed(validUntil)
 	}
+}
+
+// renewed tells the watchdog the lease end validUntil of a confirmed
+// renewal. Past the SIGTERM time already told it says nothing: the
+// watchdog may have signalled the child, which must not go on as if
+// nothing happened (see mayHaveStopped). The watchdog's SIGTERM comes
+// grace/4 (at most 50ms) after lockctl's own, so that a live lockctl's
+// SIGTERM is the only one; its SIGKILL comes at validUntil, with lockctl's.
+func (d *watchdog) renewed(validUntil time.Time) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping || (!d.provenUntil.IsZero() && !time.Now().Before(d.provenUntil.Add(-d.grace))) {
+		return
+	}
+	d.provenUntil = validUntil
+	term := validUntil.Add(-d.grace + min(d.grace/4, 50*time.Millisecond))
+	d.until(term, validUntil)
+}
+
+// stop tells the watchdog that lockctl stops the child itself: SIGKILL at
+// killAt at the latest, no SIGTERM of its own.
+func (d *watchdog) stop(killAt time.Time) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	d.write(fmt.Sprintf("stop %d\n", monotonicNow()+int64(time.Until(killAt))))
+}
+
+// until writes an until line; no SIGTERM when term is not before kill.
+func (d *watchdog) until(term, kill time.Time) {
+	now := monotonicNow()
+	t := int64(0)
+	if term.Before(kill) {
+		t = max(now+int64(time.Until(term)), 1)
+	}
+	d.write(fmt.Sprintf("until %d %d\n", t, now+int64(time.Until(kill))))
+}
+
+// write writes line without waiting: to a watchdog that no longer reads
+// (stopped itself, its pipe full) the line is lost, leaving it an earlier
+// deadline, rather than holding the renewer (and its lost-lease timer).
+// The pipe is non-blocking (os.Pipe); RawConn.Write with a callback that
+// returns true tries once.
+func (d *watchdog) write(line string) {
+	rc, err := d.w.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Write(func(fd uintptr) bool {
+		_, _ = unix.Write(int(fd), []byte(line))
+		return true
+	})
+}
+
+// mayHaveStopped reports whether the watchdog may have signalled the
+// child: the SIGTERM time of the last lease end it was told has come.
+func (d *watchdog) mayHaveStopped() bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.stopping && !d.provenUntil.IsZero() && !time.Now().Before(d.provenUntil.Add(-d.grace))
 }
 
 // done ends the watchdog once the child's group is gone: SIGKILL and wait,
@@ -77,21 +176,105 @@ func (d *watchdog) done() {
 	_ = d.w.Close()
 }
 
-// runWatchdog is the watchdog: it reads what lockctl writes on its stdin
-// and, when that ends (lockctl is gone), SIGKILLs the last process group it
-// was told. lockctl SIGKILLs it first when it ends normally. The signals a
-// terminal or a job's kill send do not stop it.
+// monotonicNow is CLOCK_MONOTONIC in ns: one clock for lockctl and its
+// watchdog (a time.Time's monotonic reading counts from its own process's
+// start; the wall clock may step).
+func monotonicNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// runWatchdog is the watchdog: it follows what lockctl writes on its stdin
+// (watchdog's lines) and, when that ends (lockctl is gone), SIGKILLs the
+// last process group it was told. lockctl SIGKILLs it first when it ends
+// normally. The signals a terminal or a job's kill send do not stop it.
 func runWatchdog() int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	pgid := 0
-	for in := bufio.NewScanner(os.Stdin); in.Scan(); {
-		if n, err := strconv.Atoi(in.Text()); err == nil && n > 1 {
-			pgid = n
+	lines := make(chan string)
+	go func() {
+		for in := bufio.NewScanner(os.Stdin); in.Scan(); {
+			lines <- in.Text()
+		}
+		close(lines)
+	}()
+	var wd watchdogState
+	term, kill := stoppedTimer(), stoppedTimer()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				wd.signal(syscall.SIGKILL)
+				return ExitOK
+			}
+			wd.read(line, term, kill)
+		case <-term.C:
+			wd.final = true
+			wd.signal(syscall.SIGTERM)
+		case <-kill.C:
+			wd.signal(syscall.SIGKILL)
 		}
 	}
-	if pgid > 1 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// watchdogState is what the watchdog was told and has done.
+type watchdogState struct {
+	pgid int
+	kill int64 // the SIGKILL time set (CLOCK_MONOTONIC, ns), 0 for none
+	// final: a SIGTERM was sent or lockctl stops the child itself; the
+	// SIGKILL time only comes earlier from then on.
+	final bool
+}
+
+// read applies one line of lockctl's to the timers; malformed lines are
+// ignored (lockctl writes them all).
+func (s *watchdogState) read(line string, term, kill *time.Timer) {
+	f := strings.Fields(line)
+	n := make([]int64, len(f))
+	for i := 1; i < len(f); i++ {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || v < 0 {
+			return
+		}
+		n[i] = v
 	}
-	return ExitOK
+	switch {
+	case len(f) == 2 && f[0] == "watch" && n[1] > 1:
+		s.pgid = int(n[1])
+	case len(f) == 3 && f[0] == "until" && !s.final:
+		term.Stop()
+		if n[1] > 0 {
+			term.Reset(time.Duration(n[1] - monotonicNow()))
+		}
+		s.setKill(n[2], kill)
+	case len(f) == 3 && f[0] == "until", len(f) == 2 && f[0] == "stop":
+		s.final = true
+		term.Stop()
+		k := n[len(f)-1]
+		if s.kill > 0 {
+			k = min(k, s.kill)
+		}
+		s.setKill(k, kill)
+	}
+}
+
+// setKill sets the SIGKILL time at (CLOCK_MONOTONIC, ns).
+func (s *watchdogState) setKill(at int64, kill *time.Timer) {
+	s.kill = at
+	kill.Reset(time.Duration(at - monotonicNow()))
+}
+
+// signal sends sig to the child's group, if it was told one.
+func (s *watchdogState) signal(sig syscall.Signal) {
+	if s.pgid > 1 {
+		_ = syscall.Kill(-s.pgid, sig)
+	}
+}
+
+// stoppedTimer is a timer that has not been set.
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
 }

@@ -123,7 +123,10 @@ SIGQUIT and SIGHUP sent to lockctl are forwarded to the child, with a
 SIGCONT should it be stopped; lockctl waits for it. One lockctl started with
 ignored stays ignored (SIGHUP under nohup, SIGINT and SIGQUIT in a script's
 background job). Should lockctl die (SIGKILL), a watchdog process it
-starts with the child kills the child's process group.
+starts with the child kills the child's process group; should lockctl be
+stopped or starved past the lease (SIGSTOP, a long pause), the watchdog
+stops the group by the lease's end as lockctl would have, and lockctl,
+continued, exits 76 (see docs/run.md).
 
 On a terminal (Linux), the child's process group gets the terminal: it can
 read it, and Ctrl-C and Ctrl-Z reach it. Ctrl-Z (or SIGTSTP sent to

@@ -37,11 +37,11 @@ import (
 //	until TERM KILL     SIGTERM at TERM, SIGKILL at KILL (CLOCK_MONOTONIC, ns;
 //	                    TERM 0: none), unless a later line moves them
 //	stop KILL           lockctl stops the child itself: no SIGTERM, SIGKILL
-//	                    at KILL at the latest
+//	                    at KILL (lockctl's own, within the lease)
 //
 // lockctl writes an until line after each confirmed acquire and renewal.
-// Once the watchdog has sent its SIGTERM, or was told stop, it goes on to
-// the SIGKILL: a later line can only bring that earlier.
+// Once the watchdog has sent its SIGTERM it goes on to the SIGKILL: a
+// later until line can only bring that earlier.
 type watchdog struct {
 	cmd   *exec.Cmd
 	w     *os.File
@@ -97,8 +97,10 @@ func (d *watchdog) watch(pgid int, validUntil time.Time) {
 // renewal. Past the SIGTERM time already told it says nothing: the
 // watchdog may have signalled the child, which must not go on as if
 // nothing happened (see mayHaveStopped). The watchdog's SIGTERM comes
-// grace/4 (at most 50ms) after lockctl's own, so that a live lockctl's
-// SIGTERM is the only one; its SIGKILL comes at validUntil, with lockctl's.
+// lag = grace/4 (at most 50ms) after lockctl's own, so that a live
+// lockctl's SIGTERM is the only one; its SIGKILL comes lag before
+// validUntil: a watchdog woken that late (CPU starvation) still kills
+// inside the lease. A live lockctl that stops the child moves it (stop).
 func (d *watchdog) renewed(validUntil time.Time) {
 	if d == nil {
 		return
@@ -109,8 +111,8 @@ func (d *watchdog) renewed(validUntil time.Time) {
 		return
 	}
 	d.provenUntil = validUntil
-	term := validUntil.Add(-d.grace + min(d.grace/4, 50*time.Millisecond))
-	d.until(term, validUntil)
+	lag := min(d.grace/4, 50*time.Millisecond)
+	d.until(validUntil.Add(-d.grace+lag), validUntil.Add(-lag))
 }
 
 // stop tells the watchdog that lockctl stops the child itself: SIGKILL at
@@ -248,14 +250,13 @@ func (s *watchdogState) read(line string, term, kill *time.Timer) {
 			term.Reset(time.Duration(n[1] - monotonicNow()))
 		}
 		s.setKill(n[2], kill)
-	case len(f) == 3 && f[0] == "until", len(f) == 2 && f[0] == "stop":
+	case len(f) == 3 && f[0] == "until":
+		s.setKill(min(n[2], s.kill), kill)
+	case len(f) == 2 && f[0] == "stop":
+		// lockctl's own SIGKILL time, never past the lease's end.
 		s.final = true
 		term.Stop()
-		k := n[len(f)-1]
-		if s.kill > 0 {
-			k = min(k, s.kill)
-		}
-		s.setKill(k, kill)
+		s.setKill(n[1], kill)
 	}
 }
 

@@ -534,132 +534,18 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	wd.watch(child.Process.Pid, lock.ValidUntil())
 	job.started()
 
-	// budgetEnded says whether the budget or the renewal bound has ended, as
-	// the Keeper measures them (from the first acquire; it moves
-	// lock.AcquiredAt on each renewal). After a stop past both the lease and
-	// the budget, the Keeper's timers fire at once and it picks one at
-	// random: the budget wins, so the exit is 124 every time.
-	acquired := lock.AcquiredAt
-	budgetEnded := func() error {
-		now := time.Now()
-		switch {
-		case !now.Before(deadline):
-			return lockcore.ErrBudgetExceeded
-		case opts.Lease.Renewable && opts.Lease.RenewBound > 0 && !now.Before(acquired.Add(opts.Lease.RenewBound)):
-			return lockcore.ErrBoundReached
-		}
-		return nil
-	}
-	var lastRenewErr error // written by the Keeper; read after Stop
+	sv := &supervisor{opts: opts, conn: conn, lock: lock, child: child, job: job, wd: wd, deadline: deadline, acquired: lock.AcquiredAt}
 	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
 		Lease: opts.Lease, StopAhead: opts.Grace,
 		OnRenew: func(err error) {
-			lastRenewErr = err
+			sv.lastRenewErr = err
 			if err == nil { // the Keeper's goroutine: lock is its to read
 				wd.renewed(lock.ValidUntil())
 			}
 		},
 	})
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-
-	var cause error
-	var kill <-chan time.Time
-	var killAt time.Time
-	workDone := work.Done()
-	// provable says whether the child may go on: the lease can be proven
-	// with the grace to spare, and the watchdog has not started stopping it.
-	provable := func() bool {
-		return time.Now().Before(keeper.ValidUntil().Add(-opts.Grace)) && !wd.mayHaveStopped()
-	}
-	// onSignal handles a signal relayed on sigs or chld.
-	onSignal := func(s os.Signal) {
-		stopped, handled := job.signal(s, child.Process)
-		if !handled {
-			_ = signalGroup(child.Process, s.(syscall.Signal))
-			// A stopped child would hold the signal pending: continue it,
-			// as a shell's kill does for a stopped job, while the lease
-			// can still be proven.
-			if provable() {
-				_ = continueGroup(child.Process)
-			}
-		}
-		if !stopped {
-			return
-		}
-		// lockctl and the child were stopped (Ctrl-Z) and lockctl is
-		// continued: renewals stopped meanwhile, so the child goes on
-		// only if the lease can still be proven with the grace to spare.
-		if provable() {
-			job.resume(child.Process)
-			return
-		}
-		if workDone == nil {
-			return // already stopping it: it stays stopped until the SIGKILL
-		}
-		if budgetEnded() != nil {
-			return // the budget or bound ended meanwhile: its own path, exit 124
-		}
-		workDone = nil
-		keeper.Stop()
-		cause = lockcore.ErrLeaseLost
-		_ = signalGroup(child.Process, syscall.SIGKILL)
-		fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(lock.Keys.Lock))
-	}
-	for waiting := true; waiting; {
-		select {
-		case s := <-sigs:
-			onSignal(s)
-		case s := <-chld:
-			onSignal(s)
-		case <-workDone:
-			workDone = nil
-			keeper.Stop()
-			cause = context.Cause(work)
-			if b := budgetEnded(); b != nil && errors.Is(cause, lockcore.ErrLeaseLost) {
-				cause = b
-			}
-			_ = signalGroup(child.Process, syscall.SIGTERM)
-			// SIGKILL after the grace, and never after the lease stops being provable.
-			// One reading of the clock: the grace shown is the grace given.
-			now := time.Now()
-			killAt = now.Add(opts.Grace)
-			if v := lock.ValidUntil(); v.Before(killAt) {
-				killAt = v
-			}
-			// A stopped child would hold SIGTERM pending until the SIGKILL:
-			// continue it (as systemd and a shell's kill do), to run until
-			// killAt at most, inside the lease.
-			if now.Before(killAt) {
-				_ = continueGroup(child.Process)
-			}
-			wd.stop(killAt)
-			wait := max(killAt.Sub(now), 0)
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			kill = t.C
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
-				oneLineText(stopReason(cause, lastRenewErr, conn, opts.Lease, lock.Keys.Lock)), lockcore.FormatDuration(wait.Round(time.Millisecond)))
-		case <-kill:
-			kill = nil
-			_ = signalGroup(child.Process, syscall.SIGKILL)
-			fmt.Fprintf(opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
-		case <-exited:
-			waiting = false
-			if kill != nil && !time.Now().Before(killAt) {
-				// The watchdog's SIGKILL, due at the same instant, came first.
-				fmt.Fprintf(opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
-			}
-			if cause == nil && wd.mayHaveStopped() {
-				// lockctl was stopped or starved past the lease: the
-				// watchdog stopped the command; nothing was held meanwhile.
-				if cause = budgetEnded(); cause == nil {
-					cause = lockcore.ErrLeaseLost
-				}
-				fmt.Fprintf(opts.IO.ErrOut, "lockctl: lease lost: lockctl was stopped or starved past the time the lease of %s can be proven; its watchdog stopped the command\n", oneLineText(lock.Keys.Lock))
-			}
-		}
-	}
+	sv.work, sv.keeper, sv.workDone = work, keeper, work.Done()
+	cause := sv.loop(sigs, chld)
 	keeper.Stop()
 	// Whatever is left in the child's process group would run without the
 	// lock: stop it before releasing.

@@ -106,6 +106,9 @@ func (r freezeRound) takeover(t *testing.T, aURL, bURL string, freeze func(a *pr
 	if err := r.waitWrites("A"); err != nil {
 		return 0, fmt.Errorf("%v: %s", err, a.stderr.String())
 	}
+	// lockctl tells its watchdog the child's group just after the fork
+	// (docs/run.md): frozen in that window, it leaves nobody to stop it.
+	time.Sleep(50 * time.Millisecond)
 	freeze(a)
 	b := r.start(t, bURL, "B", 40, "--wait", "10s")
 	bCode := b.exit(t)

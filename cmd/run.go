@@ -78,15 +78,8 @@ type PlanKeys struct {
 	FenceHex string `json:"fence_hex,omitempty"`
 }
 
-// NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
-func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
-	var budget, mode, wait, grace, key string
-	var shell, dryRun, passSecrets bool
-	cmd := &cobra.Command{
-		Use:         "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
-		Annotations: outputFormats(dataFormats),
-		Short:       "Run a command under a renewed, fenced Redis lock (writes to Redis)",
-		Long: `Run a command while holding a Redis lock, the way a durable background task
+// runLong is `lockctl run --help`'s text (docs/run.md has the manual).
+const runLong = `Run a command while holding a Redis lock, the way a durable background task
 should: the lease follows the policy (see 'lockctl lease') and is renewed
 until the budget ends; the child gets its fencing token; the child is stopped
 before the lease could pass to someone else; the lock is released
@@ -141,11 +134,23 @@ job, and fg hands it the terminal.
 
 Exit codes: the child's own on a normal exit (128+N if signal N ended it);
 75 lock held by another owner; 76 lease lost; 124 budget or renewal bound
-reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`,
-		Example: `  lockctl run order-demo-001 --budget 1200s -- ./import.sh --order order-demo-001
+reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`
+
+const runExample = `  lockctl run order-demo-001 --budget 1200s -- ./import.sh --order order-demo-001
   lockctl run order-demo-001 --budget 30s --mode ordinary --wait 10s -- make backfill
   lockctl run --key cron:nightly --budget 2h --shell -- 'pg_dump shop > "/backup/$LOCKCTL_FENCE.sql"'
-  lockctl run order-demo-001 --budget 1200s --dry-run -o json -- ./import.sh`,
+  lockctl run order-demo-001 --budget 1200s --dry-run -o json -- ./import.sh`
+
+// NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
+func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
+	var budget, mode, wait, grace, key string
+	var shell, dryRun, passSecrets bool
+	cmd := &cobra.Command{
+		Use:         "run (VALUE | --key KEY) --budget DURATION [flags] -- COMMAND [ARGS...]",
+		Annotations: outputFormats(dataFormats),
+		Short:       "Run a command under a renewed, fenced Redis lock (writes to Redis)",
+		Long:        runLong,
+		Example:     runExample,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := f.Output(dataFormats...)
 			if err != nil {

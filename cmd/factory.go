@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
@@ -259,7 +260,24 @@ func (f *Factory) ping(ctx context.Context, s connSettings, opt *redis.Universal
 	if opt.MasterName != "" && errors.Is(err, redis.Nil) { // GET-MASTER-ADDR-BY-NAME: the sentinel answered, but knows no such name
 		return nil, redisError(shown, fmt.Errorf("the sentinels that answered monitor no primary named %q", opt.MasterName))
 	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, &ExitError{Code: ExitRedis, Err: fmt.Errorf("redis %s: %s", shown, f.scrub(err.Error())), Hint: f.refusedHint()}
+	}
 	return nil, redisError(shown, fmt.Errorf("%s", f.scrub(err.Error())))
+}
+
+// refusedHint is the line after "connection refused": where the address came
+// from, since a newcomer's shell that lost its LOCKCTL_REDIS_URL reaches the
+// default server instead of the scratch one.
+func (f *Factory) refusedHint() string {
+	if f.cmd == nil { // no command to ask where the setting came from
+		return ""
+	}
+	src := settingSource(f.cmd, f.Config, f.ConfigPath, keyRedisURL)
+	if src == "default" {
+		return "Nothing listens on lockctl's default server; point --redis, LOCKCTL_REDIS_URL or redis.url (lockctl.yaml) at yours."
+	}
+	return fmt.Sprintf("Is a redis-server listening there? The address comes from %s.", f.settingName(keyRedisURL, "--redis"))
 }
 
 // scrub replaces every known secret in s with ***.

@@ -37,6 +37,9 @@ done`
 // freezeRound is one A-then-B takeover on its own key and file.
 type freezeRound struct {
 	key, fifo, file string
+	// stopAfterFork: A's lockctl SIGSTOPs itself between its child's start
+	// and its watch line to the watchdog (hook_linux_test.go).
+	stopAfterFork bool
 }
 
 func newFreezeRound(t *testing.T, n int) freezeRound {
@@ -52,6 +55,9 @@ func newFreezeRound(t *testing.T, n int) freezeRound {
 func (r freezeRound) start(t *testing.T, url, name string, count int, extra ...string) *proc {
 	args := append([]string{"run", "--key", r.key, "--budget", "60s", "--lease-cap", "2s"}, extra...)
 	args = append(args, "--", "bash", "-c", writerScript, "bash", name, r.fifo, r.file, strconv.Itoa(count), "keep")
+	if name == "A" && r.stopAfterFork { // env execs lockctl: the pid is lockctl's
+		return startProc(t, url, exec.Command("env", append([]string{"LOCKCTL_TEST_STOP_AFTER_FORK=1", "lockctl"}, args...)...))
+	}
 	return startLockctl(t, url, args...)
 }
 
@@ -106,9 +112,6 @@ func (r freezeRound) takeover(t *testing.T, aURL, bURL string, freeze func(a *pr
 	if err := r.waitWrites("A"); err != nil {
 		return 0, fmt.Errorf("%v: %s", err, a.stderr.String())
 	}
-	// lockctl tells its watchdog the child's group just after the fork
-	// (docs/run.md): frozen in that window, it leaves nobody to stop it.
-	time.Sleep(50 * time.Millisecond)
 	freeze(a)
 	b := r.start(t, bURL, "B", 40, "--wait", "10s")
 	bCode := b.exit(t)
@@ -160,6 +163,27 @@ func TestRunFrozenParent(t *testing.T) {
 	cont := func(a *proc) { _ = a.Process.Signal(syscall.SIGCONT) }
 	margins := runRounds(t, envInt(t, "LOCKCTL_FREEZE_ROUNDS", 3), func(r freezeRound) (time.Duration, error) {
 		return r.takeover(t, srv.URL(), srv.URL(), stop, cont)
+	})
+	logMargins(t, margins)
+}
+
+// A lockctl stopped between its child's start and telling its watchdog
+// the child's group (the watchdog has only the deadline, sent before the
+// fork) still has its child's group killed by the lease's end: the
+// watchdog finds the group under lockctl's pid in /proc.
+func TestRunStoppedAfterFork(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	stopped := func(a *proc) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Process.Pid))
+		if i := strings.LastIndexByte(string(b), ')'); i < 0 || !strings.HasPrefix(string(b[i:]), ") T") {
+			t.Errorf("A's lockctl is not stopped after its child's first write: %q", b)
+		}
+	}
+	cont := func(a *proc) { _ = a.Process.Signal(syscall.SIGCONT) }
+	margins := runRounds(t, 3, func(r freezeRound) (time.Duration, error) {
+		r.stopAfterFork = true
+		return r.takeover(t, srv.URL(), srv.URL(), stopped, cont)
 	})
 	logMargins(t, margins)
 }

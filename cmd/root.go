@@ -22,14 +22,16 @@ import (
 )
 
 // watchdogArg is the first argument of the watchdog that run starts
-// (startWatchdog): a second lockctl process, not a command.
+// (startWatchdog): a second lockctl process, not a command; the second is
+// lockctl's pid.
 const watchdogArg = "__lockctl-watchdog"
 
 // Execute runs lockctl with args on the given streams and returns the exit
 // code (docs/exit-codes.md). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
-	if len(args) == 1 && args[0] == watchdogArg {
-		return runWatchdog()
+	if len(args) == 2 && args[0] == watchdogArg {
+		parent, _ := strconv.Atoi(args[1])
+		return runWatchdog(parent)
 	}
 	// sh ignores SIGINT and SIGQUIT in a script's background jobs
 	// (stopSignals). Go's own SIGQUIT handler (a goroutine dump) hides

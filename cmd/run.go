@@ -479,6 +479,10 @@ func pttlText(d time.Duration) string {
 	return lockcore.FormatDuration(d)
 }
 
+// afterChildStart runs between the child's start and the watch line: a
+// no-op but in cmd's own tests, which stop lockctl there (freeze_test.go).
+var afterChildStart = func() {}
+
 // superviseChild runs the child under the Keeper: it forwards signals, stops
 // the child when the Keeper cancels, and releases the lock when it exits.
 func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
@@ -531,12 +535,16 @@ func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock
 	if err != nil {
 		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
 	}
+	// The deadline before the fork: a lockctl frozen between the fork and
+	// the watch line leaves the watchdog one, and it finds the child.
+	wd.renewed(lock.ValidUntil())
 	if err := job.start(child); err != nil {
 		wd.done()
 		_ = release()
 		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
 	}
-	wd.watch(child.Process.Pid, lock.ValidUntil())
+	afterChildStart()
+	wd.watch(child.Process.Pid)
 	job.started()
 
 	sv := &supervisor{opts: opts, conn: conn, lock: lock, child: child, job: job, wd: wd, deadline: deadline, acquired: lock.AcquiredAt}

@@ -39,7 +39,10 @@ import (
 //	stop KILL           lockctl stops the child itself: no SIGTERM, SIGKILL
 //	                    at KILL (lockctl's own, within the lease)
 //
-// lockctl writes an until line after each confirmed acquire and renewal.
+// lockctl writes an until line after each confirmed acquire and renewal,
+// the acquire's before it starts the child, and the watch line after: a
+// lockctl frozen in between leaves the watchdog a deadline but no group,
+// and then it finds the child itself (findChildGroups; Linux only).
 // Once the watchdog has sent its SIGTERM it goes on to the SIGKILL: a
 // later until line can only bring that earlier.
 type watchdog struct {
@@ -73,7 +76,7 @@ func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog,
 		return nil, err
 	}
 	defer r.Close()
-	c := exec.Command(self, watchdogArg)
+	c := exec.Command(self, watchdogArg, strconv.Itoa(os.Getpid()))
 	c.Args[0] = os.Args[0]
 	c.Stdin = r
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -84,12 +87,12 @@ func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog,
 	return &watchdog{cmd: c, w: w, grace: grace}, nil
 }
 
-// watch tells the watchdog the child's process group and the lease end
-// validUntil of the acquire; d may be nil (no watchdog), as for every method.
-func (d *watchdog) watch(pgid int, validUntil time.Time) {
+// watch tells the watchdog the child's process group; d may be nil (no
+// watchdog), as for every method. renewed told it the acquire's lease end
+// before the child started.
+func (d *watchdog) watch(pgid int) {
 	if d != nil {
 		d.write(fmt.Sprintf("watch %d\n", pgid))
-		d.renewed(validUntil)
 	}
 }
 
@@ -187,11 +190,12 @@ func monotonicNow() int64 {
 	return ts.Nano()
 }
 
-// runWatchdog is the watchdog: it follows what lockctl writes on its stdin
-// (watchdog's lines) and, when that ends (lockctl is gone), SIGKILLs the
-// last process group it was told. lockctl SIGKILLs it first when it ends
-// normally. The signals a terminal or a job's kill send do not stop it.
-func runWatchdog() int {
+// runWatchdog is the watchdog of the lockctl whose pid is parent: it
+// follows what lockctl writes on its stdin (watchdog's lines) and, when
+// that ends (lockctl is gone), SIGKILLs the last process group it was
+// told. lockctl SIGKILLs it first when it ends normally. The signals a
+// terminal or a job's kill send do not stop it.
+func runWatchdog(parent int) int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	lines := make(chan string)
@@ -201,7 +205,7 @@ func runWatchdog() int {
 		}
 		close(lines)
 	}()
-	var wd watchdogState
+	wd := watchdogState{parent: parent}
 	term, kill := stoppedTimer(), stoppedTimer()
 	for {
 		select {
@@ -222,11 +226,15 @@ func runWatchdog() int {
 
 // watchdogState is what the watchdog was told and has done.
 type watchdogState struct {
-	pgid int
-	kill int64 // the SIGKILL time set (CLOCK_MONOTONIC, ns), 0 for none
+	parent int // lockctl's pid
+	pgid   int
+	kill   int64 // the SIGKILL time set (CLOCK_MONOTONIC, ns), 0 for none
 	// final: a SIGTERM was sent or lockctl stops the child itself; the
 	// SIGKILL time only comes earlier from then on.
 	final bool
+	// late: the SIGKILL was due before the watch line came (lockctl frozen
+	// before or just after the fork); the group it names is SIGKILLed at once.
+	late bool
 }
 
 // read applies one line of lockctl's to the timers; malformed lines are
@@ -244,6 +252,9 @@ func (s *watchdogState) read(line string, term, kill *time.Timer) {
 	switch {
 	case len(f) == 2 && f[0] == "watch" && n[1] > 1:
 		s.pgid = int(n[1])
+		if s.late {
+			s.signal(syscall.SIGKILL)
+		}
 	case len(f) == 3 && f[0] == "until" && !s.final:
 		term.Stop()
 		if n[1] > 0 {
@@ -266,11 +277,46 @@ func (s *watchdogState) setKill(at int64, kill *time.Timer) {
 	kill.Reset(time.Duration(at - monotonicNow()))
 }
 
-// signal sends sig to the child's group, if it was told one.
+// signal sends sig to the child's group. Not told one yet (lockctl frozen
+// between the fork and the watch line), it signals the groups that
+// findChildGroups finds, and the group a later watch line names.
 func (s *watchdogState) signal(sig syscall.Signal) {
 	if s.pgid > 1 {
 		_ = syscall.Kill(-s.pgid, sig)
+		return
 	}
+	s.late = sig == syscall.SIGKILL
+	for _, g := range findChildGroups(s.parent) {
+		_ = syscall.Kill(-g, sig)
+	}
+}
+
+// findChildGroups returns the pids of parent's children that lead their
+// own process group, the watchdog aside: run's child (Setpgid), which
+// lockctl may not have named yet. It reads /proc/PID/stat (proc(5):
+// "pid (comm) state ppid pgrp ..."), so finds none but on Linux.
+func findChildGroups(parent int) []int {
+	if runtime.GOOS != "linux" || parent <= 1 {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var groups []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		i := strings.LastIndexByte(string(b), ')') // comm may hold spaces and ')'
+		if err != nil || i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[1] == strconv.Itoa(parent) && f[2] == e.Name() {
+			groups = append(groups, pid)
+		}
+	}
+	return groups
 }
 
 // stoppedTimer is a timer that has not been set.

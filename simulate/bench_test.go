@@ -21,9 +21,10 @@ func manyActors(n int) Scenario {
 }
 
 // BenchmarkSimulateActors measures Run over scenarios of growing actor
-// counts: memory per op grows linearly; time still with actors × steps.
+// counts up to MaxActors, then the engine alone past the limits (10,000
+// actors, 20,000 events): time and memory per op grow linearly.
 func BenchmarkSimulateActors(b *testing.B) {
-	for _, n := range []int{500, 1000, MaxActors} {
+	for _, n := range []int{1000, 2000, MaxActors} {
 		sc := manyActors(n)
 		b.Run(fmt.Sprintf("actors=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
@@ -34,6 +35,22 @@ func BenchmarkSimulateActors(b *testing.B) {
 			}
 		})
 	}
+	sc := manyActors(2 * MaxActors)
+	sc.normalize()
+	p, err := sc.Policy.resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run(fmt.Sprintf("actors=%d-engine", 2*MaxActors), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 1 + len(GuardNames) { // Run's runs: the scenario, then each guard flipped
+				if err := newEngine(&sc, p, sc.Guards, true).run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
 
 // A scenario over MaxActors actors or MaxSteps events is refused, naming
@@ -50,5 +67,23 @@ func TestRunRefusesOversized(t *testing.T) {
 	sc.Name = "long"
 	if _, err := Run(sc); err == nil || err.Error() != `scenario "long" has 10002 events; at most 10000` {
 		t.Errorf("%d events: %v", len(sc.Steps), err)
+	}
+}
+
+// The 5,000 actors of lockctl issue 19, 2 events each, run, and fast: each
+// instant looks only at the actors with something due (scanning all of them
+// took 98 s here; before that they were refused).
+func TestRunIssue19Actors(t *testing.T) {
+	const n = 5000
+	start := time.Now()
+	res, err := Run(manyActors(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Lanes) != n || res.Verdict != VerdictSafe || res.EndMS != (n-1)*1000+500 {
+		t.Errorf("%d lanes, verdict %s, end %d ms", len(res.Lanes), res.Verdict, res.EndMS)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("%d actors took %s; at most 30s", n, d)
 	}
 }

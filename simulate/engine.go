@@ -70,6 +70,11 @@ type actor struct {
 
 	lostOpen     int64
 	lostLeaseEnd int64
+
+	// listed is whether the actor is in engine.scan, parkedAt its place
+	// in engine.parked (-1 when not parked).
+	listed   bool
+	parkedAt int
 }
 
 // engine is one deterministic run. With record off it keeps only the
@@ -112,6 +117,9 @@ type engine struct {
 	open    map[int64]int64
 	closing []int64
 	live    []int // accumulate's scratch list of active actors
+	// scan and parked are the schedule of engine_sched.go.
+	scan   []int
+	parked dueHeap
 
 	mask       uint8
 	violations []Violation
@@ -181,6 +189,7 @@ func (e *engine) reset() {
 			}
 		}
 	}
+	e.resetSchedule()
 }
 
 // findOrAddActor returns the index of the actor called name in e.actors,
@@ -215,6 +224,7 @@ func (e *engine) run() error {
 			break
 		}
 		e.accumulate(e.now, next)
+		e.park()
 		e.now = next
 	}
 	e.accumulate(e.now, never)
@@ -225,6 +235,7 @@ func (e *engine) run() error {
 // expiry, wake-ups, the step in flight at a wake-up, timers (cancellation,
 // renewals), other due steps, waiters; then ends finished sections.
 func (e *engine) instant() {
+	e.unpark()
 	e.expire()
 	e.wakeups()
 	for {
@@ -252,9 +263,11 @@ func (e *engine) blocked(a *actor) bool {
 func (e *engine) setLock(ls lockState) {
 	if e.lock.present && (!ls.present || ls.grant != e.lock.grant) {
 		e.grants[e.lock.grant].lostAt = e.now
+		e.activate(e.grants[e.lock.grant].actor) // its lane stops holding
 	}
 	if ls.present && (!e.lock.present || ls.grant != e.lock.grant) {
 		e.grants[ls.grant].lostAt = -1
+		e.activate(e.grants[ls.grant].actor)
 	}
 	e.lock = ls
 	if e.failovers {
@@ -274,7 +287,7 @@ func (e *engine) expire() {
 }
 
 func (e *engine) wakeups() {
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.crashed {
 			continue
@@ -307,7 +320,7 @@ func (e *engine) wakeups() {
 func (e *engine) runDue(inflight bool) bool {
 	best, bestIdx := -1, 0
 	var bestDue int64
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.next >= len(a.steps) {
 			continue
@@ -332,8 +345,9 @@ func (e *engine) runDue(inflight bool) bool {
 		si := e.faults[e.nextFault]
 		if due := e.steps[si].AtMS; due <= e.now && (best < 0 || due < bestDue || (due == bestDue && si < bestIdx)) {
 			e.nextFault++
-			st := &e.steps[si]
-			e.step(&e.actors[e.byName[st.Actor]], si, false)
+			ai := e.byName[e.steps[si].Actor]
+			e.activate(ai)
+			e.step(&e.actors[ai], si, false)
 			return true
 		}
 	}

@@ -322,7 +322,7 @@ func (e *engine) replicationLag() int64 {
 // Keeper's cancellation (lease no longer provable, budget, bound) and the
 // renewer's schedule.
 func (e *engine) fireTimers() bool {
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.crashed || a.paused || a.server {
 			continue
@@ -379,7 +379,7 @@ func (e *engine) endSection(a *actor) {
 }
 
 func (e *engine) serveWaiters() bool {
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if !a.waiting || a.paused || a.crashed {
 			continue
@@ -405,7 +405,7 @@ func (e *engine) serveWaiters() bool {
 // settle ends the section of an actor with nothing left to do: its renewer
 // stops (the key stays until it expires unless it released it).
 func (e *engine) settle() {
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.inSection && a.next >= len(a.steps) && !e.blocked(a) {
 			e.endSection(a)
@@ -426,7 +426,8 @@ func (e *engine) nextTime() int64 {
 	if e.nextFault < len(e.faults) {
 		consider(e.steps[e.faults[e.nextFault]].AtMS)
 	}
-	for i := range e.actors {
+	consider(e.nextParked())
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.crashed {
 			continue

@@ -20,7 +20,7 @@ func (e *engine) accumulate(from, to int64) {
 	}
 	closing := to == never
 	e.live = e.live[:0]
-	for i := range e.actors {
+	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.server {
 			continue
@@ -35,6 +35,19 @@ func (e *engine) accumulate(from, to int64) {
 		e.lockLost(a, ai, from)
 	}
 	e.overlaps(from)
+	if closing && e.record {
+		e.closeLanes(from)
+	}
+}
+
+// closeLanes ends at end (ms) the last segment of each lane left open while
+// its actor was parked or dropped (its state did not change since).
+func (e *engine) closeLanes(end int64) {
+	for i := range e.lanes {
+		if k := len(e.lanes[i].Segments); k > 0 && e.lanes[i].Segments[k-1].ToMS < end {
+			e.lanes[i].Segments[k-1].ToMS = end
+		}
+	}
 }
 
 // lockLost opens or closes a's LOCK_LOST_WHILE_WORKING interval at from.
@@ -121,6 +134,9 @@ func (e *engine) lane(i int, from, to int64, closing bool) {
 	}
 	l := &e.lanes[a.lane]
 	holds := e.held(a)
+	if k := len(l.Segments); k > 0 && l.Segments[k-1].ToMS < from {
+		l.Segments[k-1].ToMS = from // it was parked or dropped: unchanged since
+	}
 	if k := len(l.Segments); k > 0 && l.Segments[k-1].State == state && l.Segments[k-1].Holds == holds && l.Segments[k-1].ToMS == from {
 		l.Segments[k-1].ToMS = to
 		return

@@ -48,6 +48,7 @@ type badCase struct {
 // no panic or stack trace, no secret in any output, and no write to Redis
 // from a read-only command.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("testdata/badinput/cases.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ func TestChecklistFlags(t *testing.T) {
 // keys of a spec turn two items into failures (exit 1) and show the
 // observations; an unreachable server is exit 3.
 func TestChecklistLive(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()

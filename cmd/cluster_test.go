@@ -148,6 +148,7 @@ func valuesOnEveryPrimary(t *testing.T, rdb *redis.ClusterClient, prefix string,
 // --cluster), and the cluster refusals: a template or a value that puts the
 // lock and its fence counter on two slots is exit 2 with both slots named.
 func TestCluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, 3)
 	url := c.URL()
 	rdb := c.Client(t)

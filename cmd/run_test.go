@@ -103,6 +103,7 @@ func readPID(t *testing.T, path string) int {
 // Two `lockctl run` on one key, started together, many times: the critical
 // sections never overlap and fences strictly increase.
 func TestRunMutualExclusion(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	marks := filepath.Join(t.TempDir(), "marks")
 	child := `echo "start $LOCKCTL_FENCE" >> "$1"; sleep 0.01; echo "end $LOCKCTL_FENCE" >> "$1"`
@@ -248,6 +249,7 @@ func TestRunLeaseLostServerKilled(t *testing.T) {
 }
 
 func TestRunBudget(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	start := time.Now()
@@ -272,6 +274,7 @@ func TestRunBudget(t *testing.T) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, tc := range []struct {
 		script string
@@ -299,6 +302,7 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 func TestRunHeld(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rdb := srv.Client(t)
@@ -385,6 +389,7 @@ func TestRunFenceAfterEmptyRestart(t *testing.T) {
 // Signals sent to lockctl reach the child; lockctl waits for it, passes its
 // code through and releases the lock.
 func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT, syscall.SIGHUP} {
 		dir := t.TempDir()
@@ -439,6 +444,7 @@ func signalName(s syscall.Signal) string {
 // (sh ignores them there). signal.Notify would have re-enabled them, and the
 // child, started after, would have died of them.
 func TestRunKeepsIgnoredSignals(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")
@@ -516,6 +522,7 @@ func ignoredSignals(t *testing.T, pid int) uint64 {
 // child's process group, so what the child started (a sleep under sh) does
 // not run on without the lock. PR_SET_PDEATHSIG alone ended sh only.
 func TestRunKilledTakesTheGroupAlong(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",
@@ -537,6 +544,7 @@ func TestRunKilledTakesTheGroupAlong(t *testing.T) {
 // left to a parent that does not reap (PID 1 in a container), it stayed a
 // zombie.
 func TestRunWatchdogEnds(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sleep", "0.3")
 	var wd int
@@ -586,6 +594,7 @@ func parentPID(pid int) (int, error) {
 // it holds the lock (here: the budget is reached): it stops the child,
 // releases the lock and exits 124.
 func TestRunClosedStderr(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -610,6 +619,7 @@ func TestRunClosedStderr(t *testing.T) {
 // terminal) comes with a SIGCONT, as a shell's kill sends to a stopped job:
 // otherwise it stays pending until the budget ends.
 func TestRunSignalsStoppedChild(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	pidFile, got := filepath.Join(dir, "pid"), filepath.Join(dir, "got")

@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 // sets REDIS_URL, REDIS_ADDR and LOCKCTL_REDIS_URL; `-update` rewrites the
 // scripts' cmp files.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: golden.Updating(),

@@ -30,6 +30,7 @@ import (
 // second holder acquires there: watch sees RELEASED and ACQUIRED with the
 // next fence, which it could not if it still read the stopped old primary.
 func TestSentinelWatchFailover(t *testing.T) {
+	t.Parallel()
 	s := redistest.StartSentinel(t)
 	old := redis.NewClient(&redis.Options{Addr: s.Primary.Addr})
 	t.Cleanup(func() { _ = old.Close() })

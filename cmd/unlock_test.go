@@ -50,6 +50,7 @@ func exitCodeOf(err error) int {
 const testOwner = "5f0c2b6f3e1a4d7c9b8a6e5d4c3b2a19"
 
 func TestUnlockOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -89,6 +90,7 @@ func TestUnlockOwner(t *testing.T) {
 // cases.md 8: a lock holding 32 hex characters is compared as raw bytes:
 // the same characters are OWNED; the same token in another case is not.
 func TestUnlockRawBytes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -121,6 +123,7 @@ func TestUnlockRawBytes(t *testing.T) {
 }
 
 func TestUnlockForce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -182,6 +185,7 @@ func (p *promptReader) Read(b []byte) (int, error) {
 // (its owner too): a new holder's lock, or a hash that changed, in between
 // is kept, verdict changed.
 func TestUnlockForceOtherTypeChanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -216,6 +220,7 @@ func TestUnlockForceOtherTypeChanged(t *testing.T) {
 // --owner on a key that is not a string reads no DUMP (only --force needs
 // it): a user whose ACL denies DUMP gets not_owner, exit 1, not exit 3.
 func TestUnlockOwnerOtherTypeNoDump(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -234,6 +239,7 @@ func TestUnlockOwnerOtherTypeNoDump(t *testing.T) {
 // needs only the hash's owner, so --force and --owner still work (they
 // exited 3, "TYPE \"redisson_lock_token:{lock:...}\": NOPERM").
 func TestUnlockOtherTypeLockScopedACL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -269,6 +275,7 @@ func aclUser(t *testing.T, srv *redistest.Server, name string, rules ...any) fun
 // Ctrl-C at the --force prompt cancels (exit 130 through execute), deleting
 // nothing; it is not read as a declined answer.
 func TestUnlockForceInterruptedAtPrompt(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	key := "lock:OrderId:order-demo-003"

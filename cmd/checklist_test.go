@@ -110,8 +110,10 @@ func TestChecklistLive(t *testing.T) {
 // the checklist package's TestFormats has the same specs in json, markdown,
 // junit, sarif and github.
 func TestChecklistSpecsGolden(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{formatTable, formatYAML} {
 		t.Run(format, func(t *testing.T) {
+			t.Parallel()
 			io, out, errOut := testIO()
 			code := Execute([]string{"checklist", "--spec", "../checklist/testdata/specs/*.yaml", "-o", format}, io)
 			if code != ExitCheckFailed || errOut.Len() != 0 {

@@ -522,7 +522,6 @@ func ignoredSignals(t *testing.T, pid int) uint64 {
 // child's process group, so what the child started (a sleep under sh) does
 // not run on without the lock. PR_SET_PDEATHSIG alone ended sh only.
 func TestRunKilledTakesTheGroupAlong(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s",

@@ -93,8 +93,9 @@ func (f *Factory) completeLockKeys(cmd *cobra.Command, _ []string, toComplete st
 
 // scanKeys returns up to keyCompletionMax keys matching pattern that can be
 // typed back (typable), from at most keyCompletionScans SCAN calls; errors
-// end the completion quietly. ctx's deadline cuts every socket read (redisWithin): a server that
-// accepts and never answers would otherwise hold the shell for --timeout.
+// end the completion quietly. ctx's deadline cuts every socket read
+// (redisWithin): a server that accepts and never answers would otherwise
+// hold the shell for --timeout.
 func (f *Factory) scanKeys(ctx context.Context, pattern string) []string {
 	f.passwordWarned = true // a line on stderr would garble the shell's prompt
 	conn, err := f.redisWithin(ctx)

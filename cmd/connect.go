@@ -107,25 +107,46 @@ func urlSecrets(raw string) []string {
 			out = append(out, d)
 		}
 	}
+	c := parseURLCredentials(raw)
+	if c.hasColon {
+		add(c.password)
+	} else {
+		add(c.user)
+	}
+	for _, v := range c.params {
+		add(v)
+	}
+	return out
+}
+
+// urlCredentials is what a Redis URL's text carries that may be secret.
+type urlCredentials struct {
+	user, password string
+	// hasColon: the userinfo has a password part (user:pw@, :pw@).
+	hasColon bool
+	// params are the values of its password= and sentinel_password= options.
+	params []string
+}
+
+// parseURLCredentials reads raw as text, so a URL that does not parse, or
+// has no scheme (user:pw@host:port), is read too, as RedactURL does.
+func parseURLCredentials(raw string) urlCredentials {
+	var c urlCredentials
 	rest := raw
 	if _, r, ok := strings.Cut(raw, "://"); ok {
 		rest = r
 	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 { // also user:pw@host without a scheme, as RedactURL
-		if user, pw, has := strings.Cut(rest[:at], ":"); has {
-			add(pw)
-		} else {
-			add(user)
-		}
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		c.user, c.password, c.hasColon = strings.Cut(rest[:at], ":")
 	}
 	if _, q, ok := strings.Cut(raw, "?"); ok {
 		for _, kv := range strings.Split(q, "&") {
 			if k, val, _ := strings.Cut(kv, "="); secretParam(k) {
-				add(val)
+				c.params = append(c.params, val)
 			}
 		}
 	}
-	return out
+	return c
 }
 
 func secretParam(name string) bool { return name == "password" || name == "sentinel_password" }
@@ -135,20 +156,13 @@ func secretParam(name string) bool { return name == "password" || name == "senti
 // password= or sentinel_password= query option. A userinfo without a colon
 // is a user name to go-redis, so redis://app@host has none.
 func urlHasPassword(raw string) bool {
-	rest := raw
-	if _, r, ok := strings.Cut(raw, "://"); ok {
-		rest = r
+	c := parseURLCredentials(raw)
+	if c.hasColon && c.password != "" {
+		return true
 	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 { // as RedactURL
-		if _, pw, has := strings.Cut(rest[:at], ":"); has && pw != "" {
+	for _, v := range c.params {
+		if v != "" {
 			return true
-		}
-	}
-	if _, q, ok := strings.Cut(raw, "?"); ok {
-		for _, kv := range strings.Split(q, "&") {
-			if k, val, _ := strings.Cut(kv, "="); secretParam(k) && val != "" {
-				return true
-			}
 		}
 	}
 	return false

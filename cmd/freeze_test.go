@@ -174,11 +174,17 @@ func TestRunFrozenParent(t *testing.T) {
 func TestRunStoppedAfterFork(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
+	// The child runs from the fork on, so its first write can come before
+	// lockctl's stop has reached the thread /proc/PID/stat shows: wait for it.
 	stopped := func(a *proc) {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Process.Pid))
-		if i := strings.LastIndexByte(string(b), ')'); i < 0 || !strings.HasPrefix(string(b[i:]), ") T") {
-			t.Errorf("A's lockctl is not stopped after its child's first write: %q", b)
+		var b []byte
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			b, _ = os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Process.Pid))
+			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && strings.HasPrefix(string(b[i:]), ") T") {
+				return
+			}
 		}
+		t.Errorf("A's lockctl is not stopped 2s after its child's first write: %q", b)
 	}
 	cont := func(a *proc) { _ = a.Process.Signal(syscall.SIGCONT) }
 	margins := runRounds(t, 3, func(r freezeRound) (time.Duration, error) {

@@ -16,22 +16,21 @@ import (
 	"syscall"
 
 	"github.com/agnivade/levenshtein"
+	"github.com/lockctl/lockctl/internal/supervise"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// watchdogArg is the first argument of the watchdog that run starts
-// (startWatchdog): a second lockctl process, not a command; the second is
-// lockctl's pid.
-const watchdogArg = "__lockctl-watchdog"
-
 // Execute runs lockctl with args on the given streams and returns the exit
 // code (docs/exit-codes.md). main calls it with the process's own.
 func Execute(args []string, io *IOStreams) int {
-	if len(args) == 2 && args[0] == watchdogArg {
+	if len(args) == 2 && args[0] == supervise.WatchdogArg { // run's watchdog: a second lockctl, not a command
 		parent, _ := strconv.Atoi(args[1])
-		return runWatchdog(parent)
+		if supervise.RunWatchdog(parent) != nil {
+			return ExitUsage
+		}
+		return ExitOK
 	}
 	// sh ignores SIGINT and SIGQUIT in a script's background jobs
 	// (stopSignals). Go's own SIGQUIT handler (a goroutine dump) hides
@@ -94,11 +93,11 @@ func (c *signalContext) signal() os.Signal {
 }
 
 // stopSignals are the signals that stop a command: SIGINT, SIGTERM and
-// SIGHUP unless lockctl started with them ignored (notIgnored), and SIGQUIT
+// SIGHUP unless lockctl started with them ignored (supervise.NotIgnored), and SIGQUIT
 // with SIGINT: sh ignores both in a script's background jobs, and Go's own
 // SIGQUIT handler hides whether it was (run keeps the pair together too).
 func stopSignals() []os.Signal {
-	sigs := notIgnored(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	sigs := supervise.NotIgnored(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	if slices.Contains(sigs, os.Interrupt) {
 		sigs = append(sigs, syscall.SIGQUIT)
 	}
@@ -114,24 +113,6 @@ var stopExits = map[os.Signal]struct {
 	syscall.SIGTERM: {ExitTerminated, "terminated"},
 	syscall.SIGHUP:  {ExitHangup, "hangup"},
 	syscall.SIGQUIT: {ExitQuit, "quit"},
-}
-
-// notIgnored returns the signals of sigs that lockctl did not start with
-// ignored. An ignored one stays ignored, for lockctl and for a child that
-// run starts, as it would without lockctl: Notify would undo that. nohup
-// ignores SIGHUP; sh ignores SIGINT and SIGQUIT in a script's background
-// jobs (POSIX, "Shell Command Language", 2.11 Signals and Error Handling).
-// Go keeps only SIGHUP and SIGINT ignored if inherited so; for other
-// signals its runtime has installed a handler before main, and they never
-// show as ignored here.
-func notIgnored(sigs ...os.Signal) []os.Signal {
-	var out []os.Signal
-	for _, s := range sigs {
-		if !signal.Ignored(s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func (c *signalContext) Done() <-chan struct{} { return c.install().Done() }

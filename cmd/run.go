@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/supervise"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 )
@@ -451,7 +452,7 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 		return redisError(conn.URL, err)
 	}
 	opts.graceNote()
-	return superviseChild(ctx, opts, conn, lock, path)
+	return runChild(ctx, opts, conn, lock, path)
 }
 
 // heldMessage says who holds the lock: owner, fence, remaining TTL.
@@ -483,107 +484,65 @@ func pttlText(d time.Duration) string {
 // no-op but in cmd's own tests, which stop lockctl there (freeze_test.go).
 var afterChildStart = func() {}
 
-// superviseChild runs the child under the Keeper: it forwards signals, stops
-// the child when the Keeper cancels, and releases the lock when it exits.
-func superviseChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
-	job := newJobControl(opts.IO.In)
-	forward := notIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	// SIGQUIT goes with SIGINT (Execute ignores it when SIGINT is).
-	if !signal.Ignored(syscall.SIGINT) {
-		forward = append(forward, syscall.SIGQUIT)
-	}
-	// Room for a burst: signal.Notify drops what does not fit (nothing
-	// drains the channel while lockctl itself is stopped).
-	sigs := make(chan os.Signal, 32)
-	signal.Notify(sigs, append(forward, job.signals()...)...)
-	defer signal.Stop(sigs)
-	// SIGCHLD on a channel of its own: Ctrl-Z typed again and again while
-	// lockctl's group had the terminal filled the shared one with SIGTSTP,
-	// and the SIGCHLD of the child's stop that followed was dropped: the
-	// child stayed stopped. One pending is enough: job.signal reads the
-	// child's state when it handles it.
-	chld := make(chan os.Signal, 1)
-	if cs := job.childSignals(); len(cs) > 0 {
-		signal.Notify(chld, cs...)
-		defer signal.Stop(chld)
-	}
-	release := func() error {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), conn.Timeout)
-		defer cancel()
-		return lock.Release(rctx)
-	}
-	if ctx.Err() != nil { // interrupted between the acquire and here
-		_ = release()
-		return ctx.Err()
-	}
-
+// runChild runs the command under lock with the supervise package (which
+// releases the lock) and turns how the child ended into run's exit code.
+func runChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
 	deadline := lock.AcquiredAt.Add(budgetTerm(opts.Lease, opts.Grace))
-	child := exec.Command(path, opts.Command[1:]...)
-	child.Args[0] = opts.Command[0]
-	child.Stdin, child.Stdout, child.Stderr = opts.IO.In, opts.IO.Out, opts.IO.ErrOut
-	child.Env = append(childEnv(os.Environ(), opts.PassSecrets),
+	env := append(childEnv(os.Environ(), opts.PassSecrets),
 		"LOCKCTL_KEY="+lock.Keys.Lock,
 		"LOCKCTL_OWNER="+lock.Owner,
 		"LOCKCTL_FENCE="+strconv.FormatInt(lock.Fence, 10),
 		"LOCKCTL_DEADLINE="+deadline.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
 	)
-	child.SysProcAttr = job.procAttr()
-	child.WaitDelay = time.Second // stdio copies must not outlive the child for long
-	// The watchdog first: started after the child, it left a window (about
-	// 9ms) in which a SIGKILL to lockctl left what the child started running.
-	wd, err := startWatchdog(job.start, opts.Grace)
-	if err != nil {
-		fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(err))
-	}
-	// The deadline before the fork: a lockctl frozen between the fork and
-	// the watch line leaves the watchdog one, and it finds the child.
-	wd.renewed(lock.ValidUntil())
-	if err := job.start(child); err != nil {
-		wd.done()
-		_ = release()
-		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], err)}
-	}
-	afterChildStart()
-	wd.watch(child.Process.Pid)
-	job.started()
-
-	sv := &supervisor{opts: opts, conn: conn, lock: lock, child: child, job: job, wd: wd, deadline: deadline, acquired: lock.AcquiredAt}
-	work, keeper := lockcore.Keep(context.WithoutCancel(ctx), lock, lockcore.KeeperOptions{
-		Lease: opts.Lease, StopAhead: opts.Grace,
-		OnRenew: func(err error) {
-			sv.lastRenewErr = err
-			if err == nil { // the Keeper's goroutine: lock is its to read
-				wd.renewed(lock.ValidUntil())
-			}
-		},
+	res, err := supervise.Run(ctx, lock, supervise.Options{
+		Path: path, Args: opts.Command, Env: env,
+		Stdin: opts.IO.In, Stdout: opts.IO.Out, Stderr: opts.IO.ErrOut,
+		Lease: opts.Lease, Grace: opts.Grace, Deadline: deadline, ReleaseTimeout: conn.Timeout,
+		Notify:     func(e supervise.Event) { opts.say(e, conn, lock.Keys.Lock) },
+		AfterStart: afterChildStart,
 	})
-	sv.work, sv.keeper, sv.workDone = work, keeper, work.Done()
-	cause := sv.loop(sigs, chld)
-	keeper.Stop()
-	// Whatever is left in the child's process group would run without the
-	// lock: stop it before releasing.
-	_ = signalGroup(child.Process, syscall.SIGKILL)
-	wd.done()
-	job.takeTerminal(child.Process)
-
-	relErr := release()
-	if cause == nil {
+	relErr := res.ReleaseErr
+	var startErr *supervise.StartError
+	switch {
+	case errors.As(err, &startErr):
+		return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("cannot run %q: %v", opts.Command[0], startErr.Err)}
+	case err != nil:
+		return err
+	case res.Cause == nil:
 		switch {
 		case errors.Is(relErr, lockcore.ErrNotHeld):
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: %s was no longer held when the command exited (it expired or was taken over)\n", oneLineText(lock.Keys.Lock))
 		case relErr != nil:
 			fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: could not release %s: %s; it expires within %s\n", oneLineText(lock.Keys.Lock), conn.errLine(relErr), lockcore.FormatDuration(lock.Lease))
 		}
-		if code := childExitCode(child.ProcessState); code != 0 {
+		if code := supervise.ExitCode(res.State); code != 0 {
 			return &ExitError{Code: code}
 		}
 		return nil
 	}
 	code := ExitLeaseLost
-	if errors.Is(cause, lockcore.ErrBudgetExceeded) || errors.Is(cause, lockcore.ErrBoundReached) {
+	if errors.Is(res.Cause, lockcore.ErrBudgetExceeded) || errors.Is(res.Cause, lockcore.ErrBoundReached) {
 		code = ExitBudget
 	}
-	return &ExitError{Code: code, Err: fmt.Errorf("command stopped (%s), lock %s", child.ProcessState, releaseText(relErr))}
+	return &ExitError{Code: code, Err: fmt.Errorf("command stopped (%s), lock %s", res.State, releaseText(relErr))}
+}
+
+// say writes what the supervisor reports on stderr, one line each.
+func (opts *RunOptions) say(e supervise.Event, conn *RedisConn, key string) {
+	w := opts.IO.ErrOut
+	switch e.Kind {
+	case supervise.EventNoWatchdog:
+		fmt.Fprintf(w, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(e.Err))
+	case supervise.EventStopping:
+		fmt.Fprintf(w, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
+			oneLineText(stopReason(e.Cause, e.LastRenewErr, conn, opts.Lease, key)), lockcore.FormatDuration(e.KillIn))
+	case supervise.EventGraceKilled:
+		fmt.Fprintf(w, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
+	case supervise.EventStoppedTooLong:
+		fmt.Fprintf(w, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(key))
+	case supervise.EventWatchdogStopped:
+		fmt.Fprintf(w, "lockctl: lease lost: lockctl was stopped or starved past the time the lease of %s can be proven; its watchdog stopped the command\n", oneLineText(key))
+	}
 }
 
 // stopReason says why the Keeper cancelled the work (a renewal's error
@@ -612,13 +571,4 @@ func releaseText(err error) string {
 		return "no longer held"
 	}
 	return "not released (" + oneLine(err) + "); it expires on its own"
-}
-
-// childExitCode is the child's exit code, or 128+N when signal N ended it
-// (the shell's convention).
-func childExitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cmd
+package supervise
 
 import (
 	"bufio"
@@ -76,7 +76,7 @@ func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog,
 		return nil, err
 	}
 	defer r.Close()
-	c := exec.Command(self, watchdogArg, strconv.Itoa(os.Getpid()))
+	c := exec.Command(self, WatchdogArg, strconv.Itoa(os.Getpid()))
 	c.Args[0] = os.Args[0]
 	c.Stdin = r
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -190,12 +190,13 @@ func monotonicNow() int64 {
 	return ts.Nano()
 }
 
-// runWatchdog is the watchdog of the lockctl whose pid is parent: it
-// follows what lockctl writes on its stdin (watchdog's lines) and, when
-// that ends (lockctl is gone), SIGKILLs the last process group it was
-// told. lockctl SIGKILLs it first when it ends normally. The signals a
-// terminal or a job's kill send do not stop it.
-func runWatchdog(parent int) int {
+// RunWatchdog is the watchdog of the lockctl whose pid is parent, what the
+// binary runs when its arguments are WatchdogArg and that pid: it follows
+// what lockctl writes on its stdin (watchdog's lines) and, when that ends
+// (lockctl is gone), SIGKILLs the last process group it was told and
+// returns nil. lockctl SIGKILLs it first when it ends normally. The
+// signals a terminal or a job's kill send do not stop it.
+func RunWatchdog(parent int) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	lines := make(chan string)
@@ -212,7 +213,7 @@ func runWatchdog(parent int) int {
 		case line, ok := <-lines:
 			if !ok {
 				wd.signal(syscall.SIGKILL)
-				return ExitOK
+				return nil
 			}
 			wd.read(line, term, kill)
 		case <-term.C:

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cmd
+package supervise
 
 import (
 	"io"
@@ -15,7 +15,7 @@ import (
 type jobControl struct{}
 
 func newJobControl(io.Reader) *jobControl                      { return &jobControl{} }
-func (*jobControl) procAttr() *syscall.SysProcAttr             { return childProcAttr() }
+func (*jobControl) procAttr() *syscall.SysProcAttr             { return GroupAttr() }
 func (*jobControl) signals() []os.Signal                       { return nil }
 func (*jobControl) childSignals() []os.Signal                  { return nil }
 func (*jobControl) started()                                   {}

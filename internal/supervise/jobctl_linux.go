@@ -1,4 +1,4 @@
-package cmd
+package supervise
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 // and forwarded), lockctl stops too, so the shell sees the job stopped and
 // gets its terminal back; renewals stop with it. On SIGCONT the run
 // supervisor continues the child only if the lease can still be proven
-// (see superviseChild).
+// (see Run).
 type jobControl struct {
 	// tty is lockctl's controlling terminal (its stdin, else /dev/tty), in
 	// the foreground or not; -1 without one. Started in the background
@@ -137,10 +137,10 @@ func groupPIDs() []int {
 	return out
 }
 
-// procAttr is childProcAttr, with the child's group in the terminal's
+// procAttr is GroupAttr, with the child's group in the terminal's
 // foreground when lockctl holds it.
 func (j *jobControl) procAttr() *syscall.SysProcAttr {
-	a := childProcAttr()
+	a := GroupAttr()
 	if j.fg && !j.lazy {
 		a.Foreground, a.Ctty = true, j.tty // Ctty: a descriptor of this process (syscall.SysProcAttr)
 	}
@@ -153,7 +153,7 @@ func (j *jobControl) signals() []os.Signal {
 }
 
 // childSignals are the signals that report a change in the child's state
-// (to signal as well): relayed on a channel of their own (superviseChild).
+// (to signal as well): relayed on a channel of their own (Run).
 func (j *jobControl) childSignals() []os.Signal {
 	return []os.Signal{syscall.SIGCHLD}
 }
@@ -184,7 +184,7 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 			// and then lockctl, for good.
 			return false, true
 		}
-		_ = signalGroup(child, syscall.SIGTSTP)
+		_ = SignalGroup(child, syscall.SIGTSTP)
 		if j.lazy && (j.foreground() || groupStopped()) {
 			// A Ctrl-Z typed at the pipeline: the terminal stopped the rest
 			// of lockctl's job at once, and the shell may already say so
@@ -223,7 +223,7 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 			// lockctl's group has it: fg after bg (bash sends no SIGCONT to
 			// a running job), or the child gave the terminal away.
 			j.giveTerminal(child)
-			_ = signalGroup(child, syscall.SIGCONT)
+			_ = ContinueGroup(child)
 			return false, true
 		}
 		job := j.tty >= 0 && !orphanedGroup()
@@ -232,7 +232,7 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 				// No shell can continue lockctl's group (lockctl leads the
 				// session, as under ssh -t, docker run -t or script -c): the
 				// kernel discards Ctrl-Z there, and so does lockctl.
-				_ = signalGroup(child, syscall.SIGCONT)
+				_ = ContinueGroup(child)
 			}
 			// Without a terminal nobody would continue a stopped lockctl:
 			// it keeps supervising a child that someone else stopped.
@@ -321,7 +321,7 @@ func (j *jobControl) suspend(child *os.Process, job bool) {
 	cont := make(chan os.Signal, 1)
 	signal.Notify(cont, syscall.SIGCONT)
 	defer signal.Stop(cont)
-	_ = signalGroup(child, syscall.SIGSTOP)
+	_ = PauseGroup(child)
 	if !job {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	} else {
@@ -338,7 +338,7 @@ func (j *jobControl) resume(child *os.Process) {
 	if !j.lazy {
 		j.giveTerminal(child)
 	}
-	_ = signalGroup(child, syscall.SIGCONT)
+	_ = ContinueGroup(child)
 }
 
 // giveTerminal makes the child's group the terminal's foreground group if

@@ -1,22 +1,19 @@
-package cmd
+package supervise
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
 )
 
-// supervisor is superviseChild's event loop: one method per event (a
-// relayed signal, the Keeper's cancel, the SIGKILL timer, the child's exit).
+// supervisor is Run's event loop: one method per event (a relayed signal,
+// the Keeper's cancel, the SIGKILL timer, the child's exit).
 type supervisor struct {
-	opts   *RunOptions
-	conn   *RedisConn
+	o      Options
 	lock   *lockcore.Lock
 	child  *exec.Cmd
 	job    *jobControl
@@ -25,8 +22,8 @@ type supervisor struct {
 	work   context.Context
 	// workDone is work.Done() until the child is being stopped, then nil.
 	workDone <-chan struct{}
-	// deadline is the budget's SIGTERM time; acquired the first acquire's.
-	deadline, acquired time.Time
+	// acquired is the first acquire's time.
+	acquired time.Time
 	// lastRenewErr is written by the Keeper; read after Stop.
 	lastRenewErr error
 	// cause is why the child was stopped (nil: it exited on its own).
@@ -35,6 +32,13 @@ type supervisor struct {
 	kill      <-chan time.Time
 	killTimer *time.Timer
 	killAt    time.Time
+}
+
+// notify passes e to Options.Notify, if set.
+func (s *supervisor) notify(e Event) {
+	if s.o.Notify != nil {
+		s.o.Notify(e)
+	}
 }
 
 // loop handles events until the child exits and returns why it was
@@ -56,9 +60,7 @@ func (s *supervisor) loop(sigs, chld <-chan os.Signal) error {
 		case <-s.workDone:
 			s.onWorkDone()
 		case <-s.kill:
-			s.kill = nil
-			_ = signalGroup(s.child.Process, syscall.SIGKILL)
-			fmt.Fprintf(s.opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
+			s.onKill()
 		case <-exited:
 			s.onExited()
 			return s.cause
@@ -73,9 +75,9 @@ func (s *supervisor) loop(sigs, chld <-chan os.Signal) error {
 // random: the budget wins, so the exit is 124 every time.
 func (s *supervisor) budgetEnded() error {
 	now := time.Now()
-	l := s.opts.Lease
+	l := s.o.Lease
 	switch {
-	case !now.Before(s.deadline):
+	case !now.Before(s.o.Deadline):
 		return lockcore.ErrBudgetExceeded
 	case l.Renewable && l.RenewBound > 0 && !now.Before(s.acquired.Add(l.RenewBound)):
 		return lockcore.ErrBoundReached
@@ -86,7 +88,7 @@ func (s *supervisor) budgetEnded() error {
 // provable says whether the child may go on: the lease can be proven
 // with the grace to spare, and the watchdog has not started stopping it.
 func (s *supervisor) provable() bool {
-	return time.Now().Before(s.keeper.ValidUntil().Add(-s.opts.Grace)) && !s.wd.mayHaveStopped()
+	return time.Now().Before(s.keeper.ValidUntil().Add(-s.o.Grace)) && !s.wd.mayHaveStopped()
 }
 
 // onSignal handles a signal relayed on sigs or chld.
@@ -94,12 +96,12 @@ func (s *supervisor) onSignal(sig os.Signal) {
 	p := s.child.Process
 	stopped, handled := s.job.signal(sig, p)
 	if !handled {
-		_ = signalGroup(p, sig.(syscall.Signal))
+		_ = relay(p, sig)
 		// A stopped child would hold the signal pending: continue it,
 		// as a shell's kill does for a stopped job, while the lease
 		// can still be proven.
 		if s.provable() {
-			_ = continueGroup(p)
+			_ = ContinueGroup(p)
 		}
 	}
 	if !stopped {
@@ -121,8 +123,8 @@ func (s *supervisor) onSignal(sig os.Signal) {
 	s.workDone = nil
 	s.keeper.Stop()
 	s.cause = lockcore.ErrLeaseLost
-	_ = signalGroup(p, syscall.SIGKILL)
-	fmt.Fprintf(s.opts.IO.ErrOut, "lockctl: lease lost: the job was stopped for longer than the lease of %s can be proven; the command was killed without being continued\n", oneLineText(s.lock.Keys.Lock))
+	_ = KillGroup(p)
+	s.notify(Event{Kind: EventStoppedTooLong})
 }
 
 // onWorkDone handles the Keeper's cancel: SIGTERM now, SIGKILL after the
@@ -135,10 +137,10 @@ func (s *supervisor) onWorkDone() {
 		s.cause = b
 	}
 	p := s.child.Process
-	_ = signalGroup(p, syscall.SIGTERM)
+	_ = TerminateGroup(p)
 	// One reading of the clock: the grace shown is the grace given.
 	now := time.Now()
-	s.killAt = now.Add(s.opts.Grace)
+	s.killAt = now.Add(s.o.Grace)
 	if v := s.lock.ValidUntil(); v.Before(s.killAt) {
 		s.killAt = v
 	}
@@ -146,14 +148,20 @@ func (s *supervisor) onWorkDone() {
 	// continue it (as systemd and a shell's kill do), to run until
 	// killAt at most, inside the lease.
 	if now.Before(s.killAt) {
-		_ = continueGroup(p)
+		_ = ContinueGroup(p)
 	}
 	s.wd.stop(s.killAt)
 	wait := max(s.killAt.Sub(now), 0)
 	s.killTimer = time.NewTimer(wait)
 	s.kill = s.killTimer.C
-	fmt.Fprintf(s.opts.IO.ErrOut, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
-		oneLineText(stopReason(s.cause, s.lastRenewErr, s.conn, s.opts.Lease, s.lock.Keys.Lock)), lockcore.FormatDuration(wait.Round(time.Millisecond)))
+	s.notify(Event{Kind: EventStopping, Cause: s.cause, LastRenewErr: s.lastRenewErr, KillIn: wait.Round(time.Millisecond)})
+}
+
+// onKill handles the grace's end: SIGKILL to the group.
+func (s *supervisor) onKill() {
+	s.kill = nil
+	_ = KillGroup(s.child.Process)
+	s.notify(Event{Kind: EventGraceKilled})
 }
 
 // onExited handles the child's exit: one seen after the watchdog may have
@@ -161,7 +169,7 @@ func (s *supervisor) onWorkDone() {
 func (s *supervisor) onExited() {
 	if s.kill != nil && !time.Now().Before(s.killAt) {
 		// The watchdog's SIGKILL, due at the same instant, came first.
-		fmt.Fprintf(s.opts.IO.ErrOut, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
+		s.notify(Event{Kind: EventGraceKilled})
 	}
 	if s.cause == nil && s.wd.mayHaveStopped() {
 		// lockctl was stopped or starved past the lease: the watchdog
@@ -169,6 +177,6 @@ func (s *supervisor) onExited() {
 		if s.cause = s.budgetEnded(); s.cause == nil {
 			s.cause = lockcore.ErrLeaseLost
 		}
-		fmt.Fprintf(s.opts.IO.ErrOut, "lockctl: lease lost: lockctl was stopped or starved past the time the lease of %s can be proven; its watchdog stopped the command\n", oneLineText(s.lock.Keys.Lock))
+		s.notify(Event{Kind: EventWatchdogStopped})
 	}
 }

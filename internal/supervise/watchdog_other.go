@@ -1,8 +1,9 @@
 //go:build !unix
 
-package cmd
+package supervise
 
 import (
+	"errors"
 	"os/exec"
 	"time"
 )
@@ -20,4 +21,5 @@ func (*watchdog) stop(time.Time)       {}
 func (*watchdog) mayHaveStopped() bool { return false }
 func (*watchdog) done()                {}
 
-func runWatchdog(int) int { return ExitUsage }
+// RunWatchdog returns errors.ErrUnsupported: there is no watchdog here.
+func RunWatchdog(int) error { return errors.ErrUnsupported }

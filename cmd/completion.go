@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -54,7 +53,7 @@ const (
 // completeLockValues completes a VALUE argument with the values of existing
 // lock keys that the configured key template builds (lock:OrderId:<value>).
 func (f *Factory) completeLockValues(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	if os.Getenv(keyCompletionEnv) != "1" || f.load(cmd) != nil {
+	if f.IO.getenv(keyCompletionEnv) != "1" || f.load(cmd) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ks, err := f.keySpecSetting(false)
@@ -83,7 +82,7 @@ func (f *Factory) completeLockValues(cmd *cobra.Command, _ []string, toComplete 
 // completeLockKeys completes --key with existing keys that start with what
 // was typed.
 func (f *Factory) completeLockKeys(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	if os.Getenv(keyCompletionEnv) != "1" || f.load(cmd) != nil {
+	if f.IO.getenv(keyCompletionEnv) != "1" || f.load(cmd) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), keyCompletionTimeout)

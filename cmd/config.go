@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,20 +86,18 @@ func flagConfigKey(fs *pflag.FlagSet, flag, key string) {
 
 // loadConfig builds the configuration for one invocation: defaults, the
 // config file (--config, else ./lockctl.yaml, else <user config dir>/lockctl/config.yaml),
-// LOCKCTL_* env, and the flags of cmd. It returns the path of the file
-// read ("" for none) and the line of each key the file sets.
-func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, map[string]int, error) {
+// LOCKCTL_* env (read with getenv), and the flags of cmd. It returns the
+// path of the file read ("" for none) and the line of each key the file sets.
+func loadConfig(cmd *cobra.Command, configFile string, getenv func(string) string) (*viper.Viper, string, map[string]int, error) {
 	v := viper.New()
 	for k, d := range configDefaults {
 		v.SetDefault(k, d)
 	}
-	v.SetEnvPrefix("LOCKCTL")
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
-	v.AutomaticEnv()
-	if err := checkConfigEnv(); err != nil {
+	if err := checkConfigEnv(getenv); err != nil {
 		return nil, "", nil, err
 	}
 	var bindErr error
+	flagged := map[string]bool{} // keys whose flag was given
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		keys, ok := f.Annotations[viperKey]
 		if !ok || bindErr != nil {
@@ -111,14 +110,23 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, ma
 			return
 		}
 		bindErr = v.BindPFlag(keys[0], f)
+		flagged[keys[0]] = flagged[keys[0]] || f.Changed
 	})
 	if bindErr != nil {
 		return nil, "", nil, bindErr
 	}
+	// The LOCKCTL_* variables come from getenv, not viper's AutomaticEnv
+	// (the process's): Set outranks a flag in viper, so only where no flag
+	// was given, keeping flag > env > file > default.
+	for k := range configDefaults {
+		if val, ok := envValue(getenv, k); ok && !flagged[k] {
+			v.Set(k, val)
+		}
+	}
 	var lines map[string]int
 	path := configFile
 	if path == "" {
-		path = findConfigFile()
+		path = findConfigFile(getenv)
 	}
 	if path != "" {
 		data, err := readInputFile("config file", path, maxInputFile+1)
@@ -139,18 +147,18 @@ func loadConfig(cmd *cobra.Command, configFile string) (*viper.Viper, string, ma
 	return v, path, lines, nil
 }
 
-// envName is the LOCKCTL_* variable of config key k (as loadConfig's
-// SetEnvKeyReplacer maps it): redis.tls_insecure → LOCKCTL_REDIS_TLS_INSECURE.
+// envName is the LOCKCTL_* variable of config key k ("." and "-" become
+// "_"): redis.tls_insecure → LOCKCTL_REDIS_TLS_INSECURE.
 func envName(k string) string {
 	return "LOCKCTL_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
 }
 
 // envValue is the LOCKCTL_* variable of config key k when it is set and
 // not empty. An empty variable counts as unset, as viper's AutomaticEnv
-// reads it (LOCKCTL_REDIS_URL= in front of a command drops an exported
+// would read it (LOCKCTL_REDIS_URL= in front of a command drops an exported
 // URL): the flag, config file or default decides, and config view says so.
-func envValue(k string) (string, bool) {
-	val := os.Getenv(envName(k))
+func envValue(getenv func(string) string, k string) (string, bool) {
+	val := getenv(envName(k))
 	return val, val != ""
 }
 
@@ -158,12 +166,12 @@ func envValue(k string) (string, bool) {
 // anything strconv.ParseBool does not take (1, t, true, 0, f, false, in any
 // case): viper would read LOCKCTL_REDIS_CLUSTER=maybe as false, silently,
 // where the same value in a config file is refused.
-func checkConfigEnv() error {
+func checkConfigEnv(getenv func(string) string) error {
 	for _, k := range slices.Sorted(maps.Keys(configDefaults)) {
 		if _, isBool := configDefaults[k].(bool); !isBool {
 			continue
 		}
-		if val, ok := envValue(k); ok {
+		if val, ok := envValue(getenv, k); ok {
 			if _, err := strconv.ParseBool(val); err != nil {
 				return usageErrorf("%s is %q; want true or false (or 1 or 0)", envName(k), val)
 			}
@@ -332,15 +340,45 @@ func defaultNote(key string) string {
 	return ""
 }
 
-func findConfigFile() string {
+func findConfigFile(getenv func(string) string) string {
 	if _, err := os.Stat("lockctl.yaml"); err == nil {
 		return "lockctl.yaml"
 	}
-	if dir, err := os.UserConfigDir(); err == nil {
+	if dir := userConfigDir(getenv); dir != "" {
 		p := filepath.Join(dir, "lockctl", "config.yaml")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
+	}
+	return ""
+}
+
+// userConfigDir is os.UserConfigDir with the variables read by getenv
+// (its rules: %AppData% on Windows, $HOME/Library/Application Support on
+// macOS, else an absolute $XDG_CONFIG_HOME or $HOME/.config), "" for none.
+func userConfigDir(getenv func(string) string) string {
+	switch runtime.GOOS {
+	case "windows":
+		return getenv("AppData")
+	case "darwin", "ios":
+		if home := getenv("HOME"); home != "" {
+			return home + "/Library/Application Support"
+		}
+		return ""
+	case "plan9":
+		if home := getenv("home"); home != "" {
+			return home + "/lib"
+		}
+		return ""
+	}
+	if dir := getenv("XDG_CONFIG_HOME"); dir != "" {
+		if !filepath.IsAbs(dir) {
+			return ""
+		}
+		return dir
+	}
+	if home := getenv("HOME"); home != "" {
+		return home + "/.config"
 	}
 	return ""
 }
@@ -354,22 +392,22 @@ func oneLine(err error) string {
 
 // settingSource is where key's effective value comes from: "flag", "env",
 // "file" or "default" (precedence in that order; cmd's flags bound with
-// bindFlag, path the config file read or ""). An empty LOCKCTL_* variable
-// is not a source (envValue).
-func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string {
+// bindFlag, f's config file or none). An empty LOCKCTL_* variable is not a
+// source (envValue).
+func (f *Factory) settingSource(cmd *cobra.Command, key string) string {
 	changed := false
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
 		if keys, ok := fl.Annotations[viperKey]; ok && keys[0] == key && fl.Changed {
 			changed = true
 		}
 	})
-	_, envSet := envValue(key)
+	_, envSet := envValue(f.IO.getenv, key)
 	switch {
 	case changed:
 		return "flag"
 	case envSet:
 		return "env"
-	case path != "" && v.InConfig(key):
+	case f.ConfigPath != "" && f.Config.InConfig(key):
 		return "file"
 	}
 	return "default"
@@ -379,7 +417,7 @@ func settingSource(cmd *cobra.Command, v *viper.Viper, path, key string) string 
 // LOCKCTL_* variable, "file:LINE: key" for the config file, else flag (the flag's
 // name, for a value given there or the default).
 func (f *Factory) settingName(key, flag string) string {
-	switch settingSource(f.cmd, f.Config, f.ConfigPath, key) {
+	switch f.settingSource(f.cmd, key) {
 	case "env":
 		return envName(key)
 	case "file":
@@ -452,7 +490,7 @@ func (f *Factory) keySpecSetting(cluster bool) (*lockcore.KeySpec, error) {
 // file or a variable (settingName). templateFault says which it is.
 func (f *Factory) templateError(err error, keyTemplate string, cluster bool) error {
 	key, flag := f.templateFault(keyTemplate, cluster)
-	if src := settingSource(f.cmd, f.Config, f.ConfigPath, key); src == "env" || src == "file" {
+	if src := f.settingSource(f.cmd, key); src == "env" || src == "file" {
 		return usageErrorf("%s: %v", f.settingName(key, flag), err)
 	}
 	return usageErrorf("%v", err)

@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -74,7 +73,7 @@ then exits 2.`,
 			if err != nil {
 				// config view is how a bad configured format is found:
 				// it shows it as a problem; only -o itself must be valid.
-				if settingSource(cmd, f.Config, f.ConfigPath, keyOutput) == "flag" {
+				if f.settingSource(cmd, keyOutput) == "flag" {
 					return err
 				}
 				format = formatTable
@@ -102,7 +101,7 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 	view := ConfigView{ConfigFile: f.ConfigPath, Settings: make([]ConfigSetting, 0, len(keys))}
 	problems := f.settingProblems()
 	for _, k := range keys {
-		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: settingSource(cmd, f.Config, f.ConfigPath, k), Env: envName(k), Problem: problems[k]}
+		s := ConfigSetting{Key: k, Value: f.Config.GetString(k), Source: f.settingSource(cmd, k), Env: envName(k), Problem: problems[k]}
 		if k == keyRedisSentinel { // a string or a YAML list
 			addrs := listSetting(f.Config, k)
 			for i, a := range addrs { // a URL given as an address may hold a password
@@ -110,8 +109,8 @@ func (f *Factory) effectiveConfig(cmd *cobra.Command) ConfigView {
 			}
 			s.Value = strings.Join(addrs, ",")
 		}
-		if k == keyRedisPassword && s.Value == "" && os.Getenv("REDISCLI_AUTH") != "" {
-			s.Value, s.Source = os.Getenv("REDISCLI_AUTH"), "env"
+		if auth := f.IO.getenv(redisCLIAuth); k == keyRedisPassword && s.Value == "" && auth != "" {
+			s.Value, s.Source = auth, "env"
 			s.Env = "REDISCLI_AUTH"
 		}
 		switch {

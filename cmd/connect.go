@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,8 +22,8 @@ import (
 type connSettings struct {
 	URL string
 	// Password is redis.password (LOCKCTL_REDIS_PASSWORD), used when the URL
-	// has none; REDISCLI_AUTH comes after it.
-	Password string
+	// has none; CLIAuth (REDISCLI_AUTH) comes after it.
+	Password, CLIAuth string
 	// SentinelAddrs and MasterName are --sentinel and --master-name.
 	SentinelAddrs []string
 	MasterName    string
@@ -55,6 +54,7 @@ func (f *Factory) connSettings() (connSettings, error) {
 	return connSettings{
 		URL:              v.GetString(keyRedisURL),
 		Password:         v.GetString(keyRedisPassword),
+		CLIAuth:          f.IO.getenv(redisCLIAuth),
 		SentinelAddrs:    listSetting(v, keyRedisSentinel),
 		MasterName:       v.GetString(keyRedisMasterName),
 		SentinelPassword: v.GetString(keyRedisSentinelPassword),
@@ -258,7 +258,7 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		uo.Password = s.Password
 	}
 	if uo.Password == "" {
-		uo.Password = os.Getenv(redisCLIAuth)
+		uo.Password = s.CLIAuth
 	}
 	if err := applyTLS(uo, s, shown); err != nil {
 		return nil, err

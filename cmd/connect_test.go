@@ -29,8 +29,15 @@ func (r probeResult) all() string { return r.out + r.errOut }
 // hands the connection to use (nil: just the PING f.Redis does).
 func probe(t *testing.T, use func(*RedisConn) error, args ...string) probeResult {
 	t.Helper()
+	return probeEnv(t, nil, use, args...)
+}
+
+// probeEnv is probe in an environment of its own (isolated), with the
+// variables env (KEY=VALUE) added.
+func probeEnv(t *testing.T, env []string, use func(*RedisConn) error, args ...string) probeResult {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}}
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Env: isolated(t, env...)}}
 	root := NewRootCmd(f)
 	root.AddCommand(&cobra.Command{
 		Use: "probe",
@@ -51,14 +58,21 @@ func probe(t *testing.T, use func(*RedisConn) error, args ...string) probeResult
 	return probeResult{code: code, out: out.String(), errOut: errOut.String()}
 }
 
-// isolate keeps the developer's config and Redis settings out of a test.
-func isolate(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	for _, k := range []string{"REDISCLI_AUTH", "LOCKCTL_REDIS_URL", "LOCKCTL_REDIS_PASSWORD", "LOCKCTL_REDIS_SENTINEL_PASSWORD"} {
-		t.Setenv(k, "") // restores the old value at the end
-		os.Unsetenv(k)  // an empty REDISCLI_AUTH would make redis-cli send AUTH ""
+// isolated is an environment that keeps the developer's config and Redis
+// settings (REDISCLI_AUTH, LOCKCTL_*) out of a test: HOME and
+// XDG_CONFIG_HOME in a temp dir, then extra (KEY=VALUE).
+func isolated(t *testing.T, extra ...string) []string {
+	home := t.TempDir()
+	return append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config"}, extra...)
+}
+
+// envList is m as KEY=VALUE strings.
+func envList(m map[string]string) []string {
+	var env []string
+	for k, v := range m {
+		env = append(env, k+"="+v)
 	}
+	return env
 }
 
 func wantCode(t *testing.T, r probeResult, code int, substr string) {
@@ -78,7 +92,7 @@ func wantCode(t *testing.T, r probeResult, code int, substr string) {
 // all output (stdout and stderr) of every failing connection for the
 // passwords involved.
 func TestConnectPasswords(t *testing.T) {
-	isolate(t)
+	t.Parallel()
 	const (
 		defaultPW = "dflt-Pw-7xq2"
 		alicePW   = "alice-Pw-93kd"
@@ -105,10 +119,7 @@ func TestConnectPasswords(t *testing.T) {
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			r := probe(t, nil, c.args...)
+			r := probeEnv(t, envList(c.env), nil, c.args...)
 			wantCode(t, r, ExitOK, "")
 			for _, sec := range secrets {
 				if strings.Contains(r.all(), sec) {
@@ -143,12 +154,9 @@ func TestConnectPasswords(t *testing.T) {
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
-			for k, v := range c.env {
-				t.Setenv(k, v)
-			}
-			r := probe(t, nil, append(c.args, "--timeout", "2s")...)
+			r := probeEnv(t, envList(c.env), nil, append(c.args, "--timeout", "2s")...)
 			if c.name == "bad timeout" {
-				r = probe(t, nil, c.args...)
+				r = probeEnv(t, envList(c.env), nil, c.args...)
 			}
 			wantCode(t, r, c.code, c.msg)
 			for _, sec := range secrets {
@@ -163,7 +171,7 @@ func TestConnectPasswords(t *testing.T) {
 // TestConnectTLS connects to a TLS-only server with certificates generated
 // by the test.
 func TestConnectTLS(t *testing.T) {
-	isolate(t)
+	t.Parallel()
 	s := redistest.StartTLS(t) // requires a client certificate
 	url := s.URL()
 	client := []string{"--tls-cert", s.CertFile, "--tls-key", s.KeyFile}
@@ -176,13 +184,8 @@ func TestConnectTLS(t *testing.T) {
 	wantCode(t, probe(t, nil, append([]string{"--redis", url, "--tls-insecure"}, client...)...), ExitOK, "")
 
 	// Environment and config keys reach the same settings.
-	t.Setenv("LOCKCTL_REDIS_TLS_CA", s.CAFile)
-	t.Setenv("LOCKCTL_REDIS_TLS_CERT", s.CertFile)
-	t.Setenv("LOCKCTL_REDIS_TLS_KEY", s.KeyFile)
-	wantCode(t, probe(t, nil, "--redis", url), ExitOK, "")
-	for _, k := range []string{"LOCKCTL_REDIS_TLS_CA", "LOCKCTL_REDIS_TLS_CERT", "LOCKCTL_REDIS_TLS_KEY"} {
-		t.Setenv(k, "")
-	}
+	tlsEnv := []string{"LOCKCTL_REDIS_TLS_CA=" + s.CAFile, "LOCKCTL_REDIS_TLS_CERT=" + s.CertFile, "LOCKCTL_REDIS_TLS_KEY=" + s.KeyFile}
+	wantCode(t, probeEnv(t, tlsEnv, nil, "--redis", url), ExitOK, "")
 
 	// Verification is on unless asked: the test CA is not a system root.
 	wantCode(t, probe(t, nil, append([]string{"--redis", url}, client...)...), ExitRedis, "certificate signed by unknown authority")
@@ -206,7 +209,7 @@ func TestConnectTLS(t *testing.T) {
 // TestConnectCluster reaches a real cluster through both spellings and
 // follows MOVED redirections to every primary.
 func TestConnectCluster(t *testing.T) {
-	isolate(t)
+	t.Parallel()
 	c := redistest.StartCluster(t, 3)
 	writeAll := func(conn *RedisConn) error {
 		if _, ok := conn.Client.(*redis.ClusterClient); !ok {
@@ -225,9 +228,7 @@ func TestConnectCluster(t *testing.T) {
 	// An IPv6 literal in the host list (url.Parse alone refuses the list).
 	wantCode(t, probe(t, writeAll, "--redis", "redis+cluster://[::1]:1,"+c.Nodes[0].Addr), ExitOK, "")
 	wantCode(t, probe(t, nil, "--redis", "redis+cluster://"+c.Nodes[0].Addr+",[::1:1"), ExitUsage, `host "[::1:1" does not parse: missing ']' in host`)
-	t.Setenv("LOCKCTL_REDIS_CLUSTER", "true")
-	wantCode(t, probe(t, writeAll, "--redis", "redis://"+c.Nodes[2].Addr+"/0"), ExitOK, "")
-	t.Setenv("LOCKCTL_REDIS_CLUSTER", "")
+	wantCode(t, probeEnv(t, []string{"LOCKCTL_REDIS_CLUSTER=true"}, writeAll, "--redis", "redis://"+c.Nodes[2].Addr+"/0"), ExitOK, "")
 
 	wantCode(t, probe(t, nil, "--redis", "redis://"+c.Nodes[0].Addr+"/3", "--cluster"), ExitUsage, `only database 0, not "3"`)
 	wantCode(t, probe(t, nil, "--redis", c.URL(), "--sentinel", c.Nodes[0].Addr, "--master-name", "m"), ExitUsage, "cannot be combined")
@@ -242,7 +243,7 @@ func TestConnectCluster(t *testing.T) {
 // TestConnectSentinel connects through a sentinel by flags and by URL, and
 // keeps working on the new primary after a forced failover.
 func TestConnectSentinel(t *testing.T) {
-	isolate(t)
+	t.Parallel()
 	sn := redistest.StartSentinel(t)
 	ctx := context.Background()
 
@@ -256,11 +257,7 @@ func TestConnectSentinel(t *testing.T) {
 	// down: lockctl asks the next).
 	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://[::1]:1,"+sn.Addr()+"/mymaster/0"), ExitOK, "")
 	wantCode(t, probe(t, nil, "--redis", "redis+sentinel://127.0.0.1:1,[::1]:1,"+sn.Addr()+"/mymaster/0"), ExitOK, "")
-	t.Setenv("LOCKCTL_REDIS_SENTINEL", "127.0.0.1:1,"+sn.Addr())
-	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", redistest.MasterName)
-	wantCode(t, probe(t, nil), ExitOK, "")
-	t.Setenv("LOCKCTL_REDIS_SENTINEL", "")
-	t.Setenv("LOCKCTL_REDIS_MASTER_NAME", "")
+	wantCode(t, probeEnv(t, []string{"LOCKCTL_REDIS_SENTINEL=127.0.0.1:1," + sn.Addr(), "LOCKCTL_REDIS_MASTER_NAME=" + redistest.MasterName}, nil), ExitOK, "")
 	cfg := writeFile(t, "cfg.yaml", "redis:\n  sentinel:\n    - 127.0.0.1:1\n    - "+sn.Addr()+"\n  master_name: mymaster\n")
 	wantCode(t, probe(t, nil, "--config", cfg), ExitOK, "")
 
@@ -313,7 +310,7 @@ func TestConnectSentinel(t *testing.T) {
 // 100ms apart; a sentinel's take longer) outlasted a short timeout, and the
 // error became "context deadline exceeded", as if the server were slow.
 func TestConnectRefusedShortTimeout(t *testing.T) {
-	isolate(t)
+	t.Parallel()
 	for _, args := range [][]string{
 		{"--redis", "redis://127.0.0.1:1/0", "--timeout", "200ms"},
 		{"--redis", "redis+cluster://127.0.0.1:1,127.0.0.1:2", "--timeout", "200ms"},
@@ -328,6 +325,7 @@ func TestConnectRefusedShortTimeout(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"redis://127.0.0.1:6379/0":                   "redis://127.0.0.1:6379/0",
 		"redis://u:p@h:1/0":                          "redis://u:***@h:1/0",

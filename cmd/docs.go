@@ -16,6 +16,9 @@ type DocsOptions struct {
 	Root   *cobra.Command
 	Format string // man or markdown
 	Dir    string
+	// SourceDateEpoch is $SOURCE_DATE_EPOCH (Unix seconds): the man pages'
+	// date, for reproducible builds; "" or not a number: today.
+	SourceDateEpoch string
 }
 
 // NewCmdDocs returns `lockctl docs man|markdown --dir DIR`.
@@ -39,7 +42,7 @@ Man pages take their date from SOURCE_DATE_EPOCH when it is set.`,
 			if dir == "" {
 				return usageErrorf("--dir is required, e.g. --dir docs/reference")
 			}
-			opts := &DocsOptions{Root: cmd.Root(), Format: args[0], Dir: dir}
+			opts := &DocsOptions{Root: cmd.Root(), Format: args[0], Dir: dir, SourceDateEpoch: f.IO.getenv("SOURCE_DATE_EPOCH")}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -61,7 +64,7 @@ func docsRun(opts *DocsOptions) error {
 		return doc.GenMarkdownTree(opts.Root, opts.Dir)
 	}
 	date := time.Now()
-	if s, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64); err == nil {
+	if s, err := strconv.ParseInt(opts.SourceDateEpoch, 10, 64); err == nil {
 		date = time.Unix(s, 0).UTC()
 	}
 	markdownTexts(opts.Root, map[*pflag.Flag]bool{})

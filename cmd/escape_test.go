@@ -18,6 +18,7 @@ var invisible = []string{"\u202e", "\u200e", "\u200f", "\u202a", "\u2066", "\u20
 // an error quoting it; JSON and YAML keep it exact. (inspect shows an
 // owner with such runes as hex: it is not text.)
 func TestHumanOutputEscapesBidi(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := s.Client(t)
 	key := "lock:\u202eexe.txt"
@@ -61,6 +62,7 @@ func TestHumanOutputEscapesBidi(t *testing.T) {
 // with a newline offered two keys that do not exist, and ESC, BEL, NUL or a
 // bidi override went raw to the terminal.
 func TestCompletionSkipsUntypableKeys(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := s.Client(t)
 	bad := []string{"lock:OrderId:nl\nlock:OrderId:fake", "lock:OrderId:esc\x1b[2J", "lock:OrderId:bel\a", "lock:OrderId:nul\x00",
@@ -73,10 +75,9 @@ func TestCompletionSkipsUntypableKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("LOCKCTL_COMPLETE_KEYS", "1")
-	t.Setenv("LOCKCTL_REDIS_URL", s.URL())
+	env := []string{"LOCKCTL_COMPLETE_KEYS=1", "LOCKCTL_REDIS_URL=" + s.URL()}
 	for _, args := range [][]string{{"__complete", "inspect", ""}, {"__complete", "watch", "--key", "lock:OrderId:"}} {
-		code, out, errOut := run(t, args...)
+		code, out, errOut := runEnv(t, env, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -42,7 +41,7 @@ type Factory struct {
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.
 func (f *Factory) load(cmd *cobra.Command) error {
-	v, path, lines, err := loadConfig(cmd, f.ConfigFile)
+	v, path, lines, err := loadConfig(cmd, f.ConfigFile, f.IO.getenv)
 	if err != nil {
 		return err
 	}
@@ -62,7 +61,7 @@ func (f *Factory) Output(accepted ...string) (string, error) {
 	if slices.Contains(accepted, o) {
 		return o, nil
 	}
-	if src := settingSource(f.cmd, f.Config, f.ConfigPath, keyOutput); (src == "env" || src == "file") && slices.Contains(allFormats, o) {
+	if src := f.settingSource(f.cmd, keyOutput); (src == "env" || src == "file") && slices.Contains(allFormats, o) {
 		return defaultFormat(accepted), nil
 	}
 	return "", usageErrorf("%s %q is not one of %s", f.settingName(keyOutput, "output"), o, strings.Join(accepted, ", "))
@@ -153,7 +152,7 @@ func (f *Factory) redisSettings() (connSettings, *redis.UniversalOptions, string
 	for _, a := range s.SentinelAddrs { // a URL given as an address
 		f.secrets = append(f.secrets, urlSecrets(a)...)
 	}
-	f.secrets = append(f.secrets, s.Password, s.SentinelPassword, os.Getenv("REDISCLI_AUTH"))
+	f.secrets = append(f.secrets, s.Password, s.SentinelPassword, s.CLIAuth)
 	shown := RedactURL(s.URL)
 	if len(s.SentinelAddrs) > 0 {
 		shown = fmt.Sprintf("sentinel %s master %s", strings.Join(s.SentinelAddrs, ","), s.MasterName)
@@ -273,7 +272,7 @@ func (f *Factory) refusedHint() string {
 	if f.cmd == nil { // no command to ask where the setting came from
 		return ""
 	}
-	src := settingSource(f.cmd, f.Config, f.ConfigPath, keyRedisURL)
+	src := f.settingSource(f.cmd, keyRedisURL)
 	if src == "default" {
 		return "Nothing listens on lockctl's default server; point --redis, LOCKCTL_REDIS_URL or redis.url (lockctl.yaml) at yours."
 	}

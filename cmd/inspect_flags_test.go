@@ -11,9 +11,16 @@ import (
 // captures the options.
 func parseInspect(t *testing.T, args ...string) (*InspectOptions, *WatchOptions, error) {
 	t.Helper()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	return parseInspectEnv(t, nil, args...)
+}
+
+// parseInspectEnv is parseInspect in an environment of its own: HOME and
+// XDG_CONFIG_HOME in a temp dir, then env (KEY=VALUE).
+func parseInspectEnv(t *testing.T, env []string, args ...string) (*InspectOptions, *WatchOptions, error) {
+	t.Helper()
+	home := t.TempDir()
+	env = append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home + "/.config"}, env...)
+	f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, Env: env}}
 	root := NewRootCmd(f)
 	for _, c := range root.Commands() {
 		if c.Name() == "inspect" || c.Name() == "watch" {
@@ -30,6 +37,7 @@ func parseInspect(t *testing.T, args ...string) (*InspectOptions, *WatchOptions,
 }
 
 func TestInspectFlags(t *testing.T) {
+	t.Parallel()
 	o, _, err := parseInspect(t, "inspect", "order-1", "order-2", "--key", "a,b", "--key", "c", "--count", "200",
 		"--fail-on", "warning", "--owner", "hex:00ff", "--lease-cap", "45s", "--field", "JobId", "--key-template", "job:{{{value}}}", "-o", "jsonl")
 	if err != nil {
@@ -46,30 +54,31 @@ func TestInspectFlags(t *testing.T) {
 	if k := ks.Keys("42"); k.Lock != "job:{42}" || k.Fence != "job:{42}:fence" {
 		t.Errorf("keys from --field/--key-template: %+v", k)
 	}
-	t.Setenv("LOCKCTL_LOCK_KEY_TEMPLATE", "env:{value}")
-	o, _, err = parseInspect(t, "inspect", "x")
+	env := []string{"LOCKCTL_LOCK_KEY_TEMPLATE=env:{value}"}
+	o, _, err = parseInspectEnv(t, env, "inspect", "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ks, _ := o.KeySpec(false); ks.Keys("x").Lock != "env:x" || o.Count != 5000 || o.Limit != 100 || o.Format != "table" {
 		t.Errorf("env template / defaults: %q %+v", ks.Keys("x").Lock, o)
 	}
-	if o, _, err := parseInspect(t, "inspect", "--pattern", "lock:*"); err != nil || o.Pattern != "lock:*" {
+	if o, _, err := parseInspectEnv(t, env, "inspect", "--pattern", "lock:*"); err != nil || o.Pattern != "lock:*" {
 		t.Errorf("--pattern: %v %+v", err, o)
 	}
 	// A scan does not read the VALUEs or --keys given with it.
-	if _, _, err := parseInspect(t, "inspect", "x", "--pattern", "lock:*"); err == nil || !strings.Contains(err.Error(), "--pattern scans the keyspace on its own") {
+	if _, _, err := parseInspectEnv(t, env, "inspect", "x", "--pattern", "lock:*"); err == nil || !strings.Contains(err.Error(), "--pattern scans the keyspace on its own") {
 		t.Errorf("--pattern with a VALUE: %v", err)
 	}
-	if _, _, err := parseInspect(t, "inspect", "x", "--owner", "hex:zz"); err == nil || !strings.Contains(err.Error(), `owner "hex:zz" is not hex`) {
+	if _, _, err := parseInspectEnv(t, env, "inspect", "x", "--owner", "hex:zz"); err == nil || !strings.Contains(err.Error(), `owner "hex:zz" is not hex`) {
 		t.Errorf("bad --owner: %v", err)
 	}
-	if _, _, err := parseInspect(t, "inspect", "x", "--count", "0"); err == nil || !strings.Contains(err.Error(), "count 0 must be at least 1") {
+	if _, _, err := parseInspectEnv(t, env, "inspect", "x", "--count", "0"); err == nil || !strings.Contains(err.Error(), "count 0 must be at least 1") {
 		t.Errorf("bad --count: %v", err)
 	}
 }
 
 func TestWatchFlags(t *testing.T) {
+	t.Parallel()
 	_, w, err := parseInspect(t, "watch", "order-1", "--key", "k", "--interval", "250ms", "--duration", "1m", "--renew-bound", "2h", "-o", "jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +97,7 @@ func TestWatchFlags(t *testing.T) {
 }
 
 func TestFenceFor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ field, tmpl, key, want string }{
 		{"", "", "lock:OrderId:1", "{lock:OrderId:1}:fence"},
 		{"", "{key}:fence", "lock:OrderId:1", "lock:OrderId:1:fence"},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +18,27 @@ import (
 
 var bg = context.Background()
 
-// run executes lockctl in-process with HOME in a temp dir and no colour.
+// run executes lockctl in-process in inprocEnv: tests that use it may run
+// in parallel.
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("NO_COLOR", "1")
+	return runEnv(t, nil, args...)
+}
+
+// runEnv is run with the variables env (KEY=VALUE) added to inprocEnv.
+func runEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := cmd.Execute(args, &cmd.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	code := cmd.Execute(args, &cmd.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Env: inprocEnv(t, env...)})
 	return code, out.String(), errOut.String()
+}
+
+// inprocEnv is the environment of lockctl run in-process (IOStreams.Env):
+// HOME and XDG_CONFIG_HOME in a temp dir, so no developer's config or
+// LOCKCTL_* variable leaks in, no colour, the process's PATH, then extra.
+func inprocEnv(t *testing.T, extra ...string) []string {
+	home := t.TempDir()
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "NO_COLOR=1"}, extra...)
 }
 
 // seed writes one lock of a few layouts and returns their keys.
@@ -69,6 +83,7 @@ func layouts(rep map[string]any) []string {
 
 // TestReadOnlyACL runs inspect and watch as a Redis user that may only read.
 func TestReadOnlyACL(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	seed(t, admin)
@@ -76,24 +91,24 @@ func TestReadOnlyACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The password from the environment: one in --redis gets a warning (docs/secrets.md).
-	t.Setenv("LOCKCTL_REDIS_PASSWORD", "ro-pass")
+	env := []string{"LOCKCTL_REDIS_PASSWORD=ro-pass"}
 	url := "redis://ro@" + s.Addr + "/0"
-	code, out, errOut := run(t, "inspect", "order-demo-001", "--key", "horizon:lock:x", "--key", "concurrent-test2", "--redis", url, "-o", "json")
+	code, out, errOut := runEnv(t, env, "inspect", "order-demo-001", "--key", "horizon:lock:x", "--key", "concurrent-test2", "--redis", url, "-o", "json")
 	if code != 0 || errOut != "" {
 		t.Fatalf("inspect as read-only user: exit %d, stderr %q", code, errOut)
 	}
 	if got := strings.Join(layouts(decodeReport(t, out)), ","); got != "lockctl,unknown,redisson-fair" {
 		t.Errorf("layouts read as read-only user = %s (a refused read would show as none)", got)
 	}
-	code, out, errOut = run(t, "inspect", "--pattern", "*", "--redis", url, "-o", "json")
+	code, out, errOut = runEnv(t, env, "inspect", "--pattern", "*", "--redis", url, "-o", "json")
 	if code != 0 || errOut != "" || !strings.Contains(out, `"redisson-fair": 1`) {
 		t.Fatalf("inspect --pattern as read-only user: exit %d, stderr %q\n%s", code, errOut, out)
 	}
-	code, out, errOut = run(t, "inspect", "order-demo-001", "--search", "--redis", url, "-o", "json")
+	code, out, errOut = runEnv(t, env, "inspect", "order-demo-001", "--search", "--redis", url, "-o", "json")
 	if code != 0 || errOut != "" {
 		t.Fatalf("inspect --search as read-only user: exit %d, stderr %q", code, errOut)
 	}
-	code, out, errOut = run(t, "watch", "order-demo-001", "--key", "concurrent-test2", "--duration", "300ms", "--redis", url, "-o", "jsonl")
+	code, out, errOut = runEnv(t, env, "watch", "order-demo-001", "--key", "concurrent-test2", "--duration", "300ms", "--redis", url, "-o", "jsonl")
 	if code != 0 || errOut != "" || !strings.Contains(out, `"event":"HELD"`) {
 		t.Fatalf("watch as read-only user: exit %d, stderr %q\n%s", code, errOut, out)
 	}
@@ -108,6 +123,7 @@ func TestReadOnlyACL(t *testing.T) {
 // TestNoWriteCommands checks the server's command statistics after inspect
 // and watch: no command flagged "write" was issued.
 func TestNoWriteCommands(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	seed(t, admin)
@@ -159,6 +175,7 @@ func TestNoWriteCommands(t *testing.T) {
 
 // TestInspectExitCodes: --fail-on, bad input, Redis down and refused auth.
 func TestInspectExitCodes(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	seed(t, s.Client(t))
 	url := s.URL()
@@ -199,13 +216,13 @@ func TestInspectExitCodes(t *testing.T) {
 
 // TestWrongPassword: a server that refuses auth is exit 3, password hidden.
 func TestWrongPassword(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, "--requirepass", "right-pass")
 	code, out, errOut := run(t, "inspect", "x", "--redis", "redis://:wrong-pass@"+s.Addr+"/0")
 	if code != 3 || !strings.Contains(errOut, "redis://:***@"+s.Addr) || strings.Contains(errOut+out, "wrong-pass") {
 		t.Errorf("exit %d stderr %q", code, errOut)
 	}
-	t.Setenv("LOCKCTL_REDIS_PASSWORD", "wrong-pass")
-	code, _, errOut = run(t, "watch", "x", "--redis", s.URL())
+	code, _, errOut = runEnv(t, []string{"LOCKCTL_REDIS_PASSWORD=wrong-pass"}, "watch", "x", "--redis", s.URL())
 	if code != 3 || strings.Contains(errOut, "wrong-pass") || !strings.Contains(errOut, "WRONGPASS") {
 		t.Errorf("watch: exit %d stderr %q", code, errOut)
 	}
@@ -214,6 +231,7 @@ func TestWrongPassword(t *testing.T) {
 // TestWatchCase5 (shared/cases.md 5): a Redisson watchdog keeps renewing a
 // lock whose thread ended; watch reports RENEWED, then RENEWED_PAST_BOUND once.
 func TestWatchCase5(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	c := s.Client(t)
 	const k, field = "concurrent-test2", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1"
@@ -248,6 +266,7 @@ func TestWatchCase5(t *testing.T) {
 // exits 0: it counts from the connection and ends the loop between samples
 // (it used to cut the connection's PING: "context deadline exceeded", exit 3).
 func TestWatchShortDuration(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	code, out, errOut := run(t, "watch", "--key", "w:x", "--duration", "1ms", "--redis", s.URL())
 	if code != 0 || !strings.Contains(out, "FREE w:x: no holder") || errOut != "" {
@@ -259,19 +278,20 @@ func TestWatchShortDuration(t *testing.T) {
 // line naming the command and the key (inspect showed the lock as ABSENT,
 // exit 0, and watch reported it released); the password is not shown.
 func TestInspectReadRefused(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	seed(t, admin)
 	if err := admin.Do(bg, "acl", "setuser", "notype", "on", ">notype-pass", "~*", "+@read", "+@connection", "-type").Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LOCKCTL_REDIS_PASSWORD", "notype-pass") // not in --redis, which gets a warning
+	env := []string{"LOCKCTL_REDIS_PASSWORD=notype-pass"} // not in --redis, which gets a warning
 	url := "redis://notype@" + s.Addr + "/0"
 	for _, args := range [][]string{
 		{"inspect", "--key", "horizon:lock:x"},
 		{"watch", "--key", "horizon:lock:x", "--duration", "300ms"},
 	} {
-		code, out, errOut := run(t, append(args, "--redis", url)...)
+		code, out, errOut := runEnv(t, env, append(args, "--redis", url)...)
 		want := `lockctl: redis redis://***@` + s.Addr // a userinfo without a colon is masked whole + `/0: TYPE "horizon:lock:x": NOPERM`
 		if code != cmd.ExitRedis || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 || strings.Contains(out+errOut, "notype-pass") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 3 and %q", args, code, out, errOut, want)

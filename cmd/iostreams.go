@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/term"
 )
@@ -21,6 +22,34 @@ type IOStreams struct {
 	// OutWidth is the terminal's width in columns when Out is one (0:
 	// unknown or not a terminal); tables and lines are fitted to it.
 	OutWidth int
+	// Env is the environment lockctl reads (LOCKCTL_*, REDISCLI_AUTH,
+	// NO_COLOR, HOME, XDG_CONFIG_HOME, ...) and run's child inherits, as
+	// KEY=VALUE strings; nil is the process's own. Tests give their own
+	// instead of changing the process's, so they can run in parallel.
+	Env []string
+}
+
+// getenv is variable k of Env (the last one wins, as in exec.Cmd.Env), or
+// of the process when Env is nil; "" when unset.
+func (io *IOStreams) getenv(k string) string {
+	if io.Env == nil {
+		return os.Getenv(k)
+	}
+	val := ""
+	for _, kv := range io.Env {
+		if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+			val = v
+		}
+	}
+	return val
+}
+
+// environ is Env, or the process's environment when Env is nil.
+func (io *IOStreams) environ() []string {
+	if io.Env == nil {
+		return os.Environ()
+	}
+	return io.Env
 }
 
 // SystemIO returns the process's streams with TTY detection.

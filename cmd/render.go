@@ -60,7 +60,7 @@ type Printer struct {
 
 // newPrinter returns the printer for this invocation's stdout.
 func (f *Factory) newPrinter(format string) *Printer {
-	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor))
+	color := colorWanted(f.IO.OutTTY, f.Config.GetBool(keyNoColor), f.IO.getenv("NO_COLOR"))
 	width := 0
 	if f.IO.OutTTY {
 		width = f.IO.OutWidth

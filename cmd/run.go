@@ -46,6 +46,9 @@ type RunOptions struct {
 	// PassSecrets is --pass-secrets: the child keeps lockctl's password
 	// variables (childEnv).
 	PassSecrets bool
+	// Environ is lockctl's environment (KEY=VALUE), the child's before
+	// childEnv and the LOCKCTL_* variables.
+	Environ []string
 }
 
 // RunPlan is the stable JSON shape of `lockctl run --dry-run -o json`
@@ -157,7 +160,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun, PassSecrets: passSecrets}
+			opts := &RunOptions{IO: f.IO, Printer: f.newPrinter(format), Redis: f.Redis, Backoff: lockcore.DefaultBackoff, DryRun: dryRun, PassSecrets: passSecrets, Environ: f.IO.environ()}
 			if err := emptyFlags(cmd, "key"); err != nil {
 				return err
 			}
@@ -488,7 +491,7 @@ var afterChildStart = func() {}
 // releases the lock) and turns how the child ended into run's exit code.
 func runChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
 	deadline := lock.AcquiredAt.Add(budgetTerm(opts.Lease, opts.Grace))
-	env := append(childEnv(os.Environ(), opts.PassSecrets),
+	env := append(childEnv(opts.Environ, opts.PassSecrets),
 		"LOCKCTL_KEY="+lock.Keys.Lock,
 		"LOCKCTL_OWNER="+lock.Owner,
 		"LOCKCTL_FENCE="+strconv.FormatInt(lock.Fence, 10),

@@ -14,20 +14,25 @@ import (
 	"github.com/lockctl/lockctl/simulate"
 )
 
-// execute runs lockctl in-process with buffers, no TTY, no colour.
+// execute runs lockctl in-process with buffers, no TTY, no colour, in
+// inprocEnv.
 func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	t.Setenv("NO_COLOR", "1")
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	return executeEnv(t, nil, args...)
+}
+
+// executeEnv is execute with the variables env (KEY=VALUE) added.
+func executeEnv(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code = cmd.Execute(args, &cmd.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	code = cmd.Execute(args, &cmd.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Env: inprocEnv(t, env...)})
 	return out.String(), errOut.String(), code
 }
 
 // Golden outputs of every built-in scenario, with all guards on and with
 // its guard (or all guards, for those no guard fixes) off.
 func TestSimulateGolden(t *testing.T) {
+	t.Parallel()
 	for _, b := range simulate.Builtins() {
 		off := []string{"--fencing=false", "--owner-check=false", "--cancel-on-loss=false", "--idempotency-key=false"}
 		if b.Guard != "" {
@@ -38,6 +43,7 @@ func TestSimulateGolden(t *testing.T) {
 			flags []string
 		}{{"guards_on", nil}, {"guards_off", off}} {
 			t.Run(b.Name+"/"+variant.name, func(t *testing.T) {
+				t.Parallel()
 				for _, format := range []string{"table", "json"} {
 					args := append([]string{"simulate", b.Name, "-o", format}, variant.flags...)
 					out, errOut, code := execute(t, args...)
@@ -56,6 +62,7 @@ func TestSimulateGolden(t *testing.T) {
 }
 
 func TestSimulateFormats(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"mermaid", "yaml"} {
 		out, errOut, code := execute(t, "simulate", "failover", "--fence-source", "store", "-o", format)
 		if code != 0 {
@@ -71,6 +78,7 @@ func TestSimulateFormats(t *testing.T) {
 }
 
 func TestSimulateExpect(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -94,6 +102,7 @@ func TestSimulateExpect(t *testing.T) {
 }
 
 func TestSimulateInputErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("name: x\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: pause, for: 37}\n"), 0o644); err != nil {
@@ -125,6 +134,7 @@ func TestSimulateInputErrors(t *testing.T) {
 }
 
 func TestSimulateSchema(t *testing.T) {
+	t.Parallel()
 	out, _, code := execute(t, "simulate", "schema")
 	if code != 0 || out != string(simulate.Schema()) {
 		t.Fatalf("exit %d", code)
@@ -133,12 +143,11 @@ func TestSimulateSchema(t *testing.T) {
 
 // Flags become options: a runF that only captures them.
 func TestSimulateFlags(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Parallel()
 	capture := func(args ...string) *cmd.SimulateOptions {
 		t.Helper()
 		var got *cmd.SimulateOptions
-		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, Env: inprocEnv(t)}}
 		root := cmd.NewRootCmd(f)
 		for _, c := range root.Commands() {
 			if c.Name() == "simulate" {
@@ -176,8 +185,7 @@ func TestSimulateFlags(t *testing.T) {
 // A grid lowered to fit the cap is said on stderr, once, naming the value
 // used and the flag's (it was lowered silently).
 func TestSimulateGridLowered(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Parallel()
 	dir := t.TempDir()
 	six := filepath.Join(dir, "six.yaml")
 	if err := os.WriteFile(six, []byte("name: six\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: pause, for: 1s}\n  - {at: 2s, actor: A, do: pause, for: 1s}\n  - {at: 3s, actor: A, do: pause, for: 1s}\n"), 0o644); err != nil {
@@ -193,7 +201,7 @@ func TestSimulateGridLowered(t *testing.T) {
 		{[]string{"simulate", "stale-writer", "--explore", "--runs", "10"}, ""},
 	} {
 		var errOut bytes.Buffer
-		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}}
+		f := &cmd.Factory{IO: &cmd.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut, Env: inprocEnv(t)}}
 		root := cmd.NewRootCmd(f)
 		for _, c := range root.Commands() {
 			if c.Name() == "simulate" {
@@ -266,10 +274,11 @@ func TestSimulatePolicyPrecedence(t *testing.T) {
 			if tc.proj {
 				t.Chdir(filepath.Join(dir, "proj"))
 			}
+			var env []string
 			for k, v := range tc.env {
-				t.Setenv(k, v)
+				env = append(env, k+"="+v)
 			}
-			out, errOut, code := execute(t, append([]string{"simulate", "-o", "json"}, tc.args...)...)
+			out, errOut, code := executeEnv(t, env, append([]string{"simulate", "-o", "json"}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("%v %v: exit %d: %s", tc.env, tc.args, code, errOut)
 			}
@@ -284,8 +293,7 @@ func TestSimulatePolicyPrecedence(t *testing.T) {
 		})
 	}
 	// The take-over of crash-recovery waits one configured lease.
-	t.Setenv("LOCKCTL_POLICY_LEASE_CAP", "45s")
-	out, _, _ := execute(t, "simulate", "crash-recovery")
+	out, _, _ := executeEnv(t, []string{"LOCKCTL_POLICY_LEASE_CAP=45s"}, "simulate", "crash-recovery")
 	if !strings.Contains(out, "take-over came 35s after A crashed: its key lived up to one lease (45s)") {
 		t.Errorf("crash-recovery under a 45s cap:\n%s", out)
 	}
@@ -296,6 +304,7 @@ func TestSimulatePolicyPrecedence(t *testing.T) {
 // named P_R keeps an id apart from R's P_R: two participants with one id
 // are drawn as one.
 func TestSimulateMermaidActorIDs(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "collide.yaml")
 	spec := "name: collide\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: R, do: acquire}\n  - {at: 1s, actor: end, do: acquire}\n  - {at: 2s, actor: P_R, do: acquire}\n"
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"io"
-	"os"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
@@ -94,10 +93,10 @@ func (s *Styles) Level(word string) string {
 	return word
 }
 
-// colorWanted applies NO_COLOR (no-color.org: set and not empty) and
-// --no-color on top of TTY detection.
-func colorWanted(tty, noColorFlag bool) bool {
-	if os.Getenv("NO_COLOR") != "" {
+// colorWanted applies NO_COLOR (noColorEnv; no-color.org: set and not
+// empty) and --no-color on top of TTY detection.
+func colorWanted(tty, noColorFlag bool, noColorEnv string) bool {
+	if noColorEnv != "" {
 		return false
 	}
 	return tty && !noColorFlag

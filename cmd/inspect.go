@@ -63,8 +63,12 @@ absolute expiry, the library that wrote it (with confidence certain, likely
 or guess), the owner token (printable, else hex), holder details, fencing
 token and counter, waiters, and findings with a severity:
 
-  NO_TTL CONSTANT_OWNER NOT_A_LOCK LEASE_OVER_CAP SUBSECOND_LEASE NO_FENCE
-  FENCE_MISMATCH CROSS_SLOT BINARY_VALUE WRONG_TYPE ABSENT
+  NO_TTL CONSTANT_OWNER NOT_A_LOCK LEASE_OVER_CAP TTL_UNIT_MIXUP
+  SUBSECOND_LEASE NO_FENCE FENCE_MISMATCH CROSS_SLOT BINARY_VALUE WRONG_TYPE
+  ABSENT
+
+A value whose shape several libraries write is a guess that names them all
+("node-redlock or redis-py"; JSON: layout.candidates).
 
 A VALUE is a business value (order-demo-001) turned into the lock key by the
 configured key template (lock.key_template, lock.field); --key takes an exact
@@ -461,7 +465,7 @@ func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
 		ttl := "-"
 		switch {
 		case l.PTTLMS >= 0:
-			ttl = lockcore.FormatDuration(time.Duration(l.PTTLMS) * time.Millisecond)
+			ttl = inspect.FormatTTL(l.PTTLMS)
 		case l.PTTLMS == -1:
 			ttl = "none"
 		}
@@ -474,7 +478,7 @@ func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
 		case l.Role != "":
 			layout = l.Layout.Name + " " + l.Role
 		case l.Exists:
-			layout = l.Layout.Name + " (" + string(l.Layout.Confidence) + ")"
+			layout = l.Layout.Label() + " (" + string(l.Layout.Confidence) + ")"
 		}
 		owner := oneLineText(l.Owner)
 		if owner == "" && l.OwnerHex != "" {

@@ -24,8 +24,12 @@ type Value struct {
 	// ServerExpiry says ExpireAtMS is the server's PEXPIRETIME reply, exact
 	// to the ms, not an estimate from the reader's clock.
 	ServerExpiry bool
-	// Idle is OBJECT IDLETIME in seconds, nil when not allowed.
+	// Idle is OBJECT IDLETIME in seconds, nil when not allowed or not read
+	// (scans): the least time since the key was last written or read.
 	Idle *int64
+	// ReadAtMS is the reader's clock (Unix ms) when the key was read, 0
+	// when unknown: the "now" a time found in a value is checked against.
+	ReadAtMS int64
 	// Bytes is the string value, or its first MaxValueBytes bytes.
 	Bytes []byte
 	// Fields are hash fields and values in the order read; Items are list,
@@ -58,6 +62,10 @@ type Options struct {
 	// ExpectOwner, when set, is compared byte for byte with the owner token
 	// and with the whole value of a string key ("<fence>:<owner>" of lockctl).
 	ExpectOwner []byte
+	// IsFenceKey reports whether a key met on its own is a fence counter by
+	// the configured fence template (nil: only the built-in names, "…:fence"
+	// and the seed platform's "…:FencingToken").
+	IsFenceKey func(key string) bool
 }
 
 func (o Options) leaseCap() time.Duration {
@@ -108,8 +116,12 @@ func companions(key string, v Value, opts Options) []companionKey {
 	case "string":
 		s := string(v.Bytes)
 		switch {
-		case isLockctlValue(s):
-			return []companionKey{{RoleFence, opts.fenceKey(key)}}
+		case isFencedValue(s):
+			fk := opts.fenceKey(key)
+			if sib := microiSibling(key); sib != "" && sib != fk {
+				return []companionKey{{RoleFence, fk}, {RoleFence, sib}}
+			}
+			return []companionKey{{RoleFence, fk}}
 		case strings.HasPrefix(key, "lock:owner:"):
 			return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}
 		case strings.HasPrefix(key, "lock:expire:"):
@@ -124,10 +136,14 @@ func companions(key string, v Value, opts Options) []companionKey {
 // companionOf recognises a key that is itself a layout's companion (a fence
 // counter, a signal list, a wait queue) so a scan does not report it as a
 // broken lock: it returns the layout and the role, or "", "".
-func companionOf(key string, v Value) (layout, role string) {
+func companionOf(key string, v Value, opts Options) (layout, role string) {
 	_, isInt := parseInt(string(v.Bytes))
 	switch {
 	case v.Type == "string" && isInt && strings.HasSuffix(key, ":fence"):
+		return "lockctl", RoleFence
+	case v.Type == "string" && isInt && strings.HasSuffix(key, microiCounterSuffix):
+		return "microi", RoleFence
+	case v.Type == "string" && isInt && opts.IsFenceKey != nil && opts.IsFenceKey(key):
 		return "lockctl", RoleFence
 	case v.Type == "string" && isInt && strings.HasPrefix(key, "redisson_lock_token:"):
 		return "redisson-fenced", RoleFence
@@ -189,7 +205,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		}
 		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, KeyHex: HexIfNotUTF8(c.Key), Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
 	}
-	if name, role := companionOf(key, v); role != "" {
+	if name, role := companionOf(key, v, opts); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
 		l.checkOwner(nil, opts)
 		return l
@@ -205,7 +221,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	kept := l.Companions[:0]
 	for _, c := range l.Companions {
-		if d.used[c.Role] {
+		if d.used[c.Key] {
 			kept = append(kept, c)
 		}
 	}
@@ -246,7 +262,7 @@ type detection struct {
 	fenced   bool
 	constant bool
 	appData  bool
-	// used are the companion roles the detected layout has.
+	// used are the companion keys the detected layout has.
 	used map[string]bool
 	// valueTTL says the layout keeps its expiry in a value (no Redis TTL by design).
 	valueTTL bool
@@ -255,8 +271,17 @@ type detection struct {
 // companion marks role as one the layout has and returns its key, what was
 // read there and whether it exists.
 func (d *detection) companion(role string) (string, Value, bool) {
-	d.used[role] = true
-	return d.peek(role)
+	k, v, ok := d.peek(role)
+	d.used[k] = true
+	return k, v, ok
+}
+
+// optional is companion for a key the layout writes only at times (a
+// signal list after a release): it is the layout's only when it exists.
+func (d *detection) optional(role string) (string, Value, bool) {
+	k, v, ok := d.peek(role)
+	d.used[k] = ok
+	return k, v, ok
 }
 
 // peek is companion without marking the role as the layout's.
@@ -272,6 +297,27 @@ func (d *detection) peek(role string) (string, Value, bool) {
 
 func (d *detection) setLayout(name string, c Confidence) {
 	d.lock.Layout = Layout{Name: name, Confidence: c}
+}
+
+// setCandidates says the value's shape is written by several libraries,
+// most likely first: a guess that names them all.
+func (d *detection) setCandidates(names ...string) {
+	d.lock.Layout = Layout{Name: names[0], Confidence: Guess, Candidates: names}
+}
+
+// plausibleWindowMS bounds how far from the read a time found in a token
+// may be to count as its acquisition time: random bytes read as a UUIDv1
+// or a ULID give a time anywhere in centuries.
+const plausibleWindowMS = 24 * 3600 * 1000
+
+// plausible reports whether t is within a day of the read (Value.ReadAtMS;
+// false when the read time is unknown).
+func (d *detection) plausible(t time.Time) bool {
+	if d.v.ReadAtMS == 0 {
+		return false
+	}
+	diff := t.UnixMilli() - d.v.ReadAtMS
+	return diff >= -plausibleWindowMS && diff <= plausibleWindowMS
 }
 
 func (d *detection) setOwner(b []byte) {
@@ -321,6 +367,7 @@ const (
 	FindingBinaryValue    = "BINARY_VALUE"
 	FindingWrongType      = "WRONG_TYPE"
 	FindingAbsent         = "ABSENT"
+	FindingTTLUnitMixup   = "TTL_UNIT_MIXUP"
 )
 
 // reasons are the one-line "why it matters" of each finding code.
@@ -336,6 +383,7 @@ var reasons = map[string]string{
 	FindingBinaryValue:    "the owner token is not text: compare raw bytes (shown as hex), not a decoded string",
 	FindingWrongType:      "the key holds a type no lock library uses: another feature shares the lock's key name",
 	FindingAbsent:         "nobody holds the lock (or the key template does not match the one the application uses)",
+	FindingTTLUnitMixup:   "a crashed holder blocks the key for as good as ever; a TTL of a year or more is a unit mix-up (a Go time.Duration, in ns, passed as seconds)",
 }
 
 func (l *Lock) add(code string, sev Severity, format string, args ...any) {
@@ -357,11 +405,18 @@ func (l *Lock) findings(d *detection, opts Options) {
 		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
 	case l.PTTLMS == -1:
 		l.add(FindingNoTTL, SeverityError, "no TTL (PTTL -1)")
-	case l.PTTLMS >= 0 && l.PTTLMS < 1000:
-		l.add(FindingSubsecondLease, SeverityWarning, "%dms left: under 1s", l.PTTLMS)
-	case time.Duration(l.PTTLMS)*time.Millisecond > opts.leaseCap():
+	case l.PTTLMS >= 0 && l.PTTLMS < 1000 && d.v.Idle != nil && *d.v.Idle == 0:
+		// Idle 0: written (or read) in the last second, so the TTL was
+		// under about 1s then too; a key idle for longer was set with at
+		// least PTTL + idle, a healthy lease near its end (or unknown, when
+		// the idle time was not read).
+		l.add(FindingSubsecondLease, SeverityWarning, "%dms left on a key written or read under 1s ago (idle 0s): a lease set under 1s", l.PTTLMS)
+	case l.PTTLMS >= yearMS:
+		l.add(FindingTTLUnitMixup, SeverityError, "%s left (expires %s): the key effectively never expires; read as ns given as s the lease was %s, as µs given as s %s",
+			FormatTTL(l.PTTLMS), expiresAt(l), lockcore.FormatDuration(time.Duration(l.PTTLMS/1000).Round(time.Millisecond)), lockcore.FormatDuration(time.Duration(l.PTTLMS).Round(time.Second)))
+	case l.PTTLMS > opts.leaseCap().Milliseconds():
 		l.add(FindingLeaseOverCap, SeverityWarning, "%s left, over the %s renewable cap",
-			lockcore.FormatDuration(time.Duration(l.PTTLMS)*time.Millisecond), lockcore.FormatDuration(opts.leaseCap()))
+			FormatTTL(l.PTTLMS), lockcore.FormatDuration(opts.leaseCap()))
 	}
 	if d.constant {
 		l.add(FindingConstantOwner, SeverityError, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
@@ -372,7 +427,11 @@ func (l *Lock) findings(d *detection, opts Options) {
 	if d.owner != nil && !printable(d.owner) {
 		l.add(FindingBinaryValue, SeverityInfo, "the owner token is %d bytes of binary (hex %s)", len(d.owner), short(l.OwnerHex))
 	}
-	if l.Layout.Name != "unknown" && !d.fenced {
+	switch {
+	case l.Layout.Name == "unknown" || d.fenced:
+	case len(l.Layout.Candidates) > 1:
+		l.add(FindingNoFence, SeverityWarning, "none of %s issues a fencing token", strings.Join(l.Layout.Candidates, ", "))
+	default:
 		l.add(FindingNoFence, SeverityWarning, "%s issues no fencing token", l.Layout.Name)
 	}
 	sev := SeverityWarning
@@ -381,7 +440,7 @@ func (l *Lock) findings(d *detection, opts Options) {
 	}
 	slot := lockcore.Slot(l.Key)
 	for _, c := range l.Companions {
-		if c.Slot != slot && l.Layout.Name != "unknown" {
+		if c.Exists && c.Slot != slot && l.Layout.Name != "unknown" {
 			l.add(FindingCrossSlot, sev, "the lock (slot %d) and its %s %q (slot %d) are on different cluster slots", slot, strings.ReplaceAll(c.Role, "_", " "), c.Key, c.Slot)
 		}
 	}
@@ -400,4 +459,12 @@ func short(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// expiresAt is the lock's absolute expiry for a message, "unknown" without one.
+func expiresAt(l *Lock) string {
+	if l.ExpiresAt == nil {
+		return "unknown"
+	}
+	return *l.ExpiresAt
 }

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"math"
 	"regexp"
@@ -44,8 +45,8 @@ func (d *detection) detectString() {
 		return
 	}
 	switch {
-	case isLockctlValue(s):
-		d.lockctl(s)
+	case isFencedValue(s):
+		d.fencedValue(s)
 	case strings.HasPrefix(s, "ADDED:") && reShedlock().MatchString(s):
 		d.shedlock(s)
 	case strings.HasPrefix(key, "CSRedisClientLock:") && isUUID(s):
@@ -62,18 +63,18 @@ func (d *detection) detectString() {
 		d.redisLockGemOwner(b)
 	case strings.HasPrefix(key, "lock:expire:"):
 		d.redisLockGemExpire(s)
+	case strings.HasPrefix(key, "rueidislock:") && len(b) == 24:
+		d.rueidislock(b)
+	case strings.HasPrefix(key, "lock.") && len(s) == 13 && isDigits(s):
+		d.nodeRedisLock(s)
 	case isDistLockValue(s):
 		d.distributedLock(s)
 	case isUUID(s):
-		// spring-integration, spring-integration-redis/src/main/java/org/
-		// springframework/integration/redis/util/RedisLockRegistry.java:
-		// key "<registryKey>:<lockKey>", value clientId =
-		// UUID.randomUUID().toString(), SET PX from a Lua script. A bare
-		// UUID is also what many hand-rolled locks store: a guess.
-		d.setLayout("spring-integration", Guess)
-		d.setOwner(b)
+		d.uuidValue(b)
 	case len(s) == 24 && strings.HasSuffix(s, "==") && isBase64Token(s[:22], stdAlphabet):
 		d.base64Std16(b)
+	case len(s) == 24 && strings.HasPrefix(key, "lock:") && isBase64(s, stdAlphabet):
+		d.pythonRedisLock(b)
 	case len(s) >= 22 && isBase64Token(s[:22], urlAlphabet) && (len(s) == 22 || printable(b)):
 		d.redislock(s)
 	case len(s) == 32 && isHex(s):
@@ -85,25 +86,40 @@ func (d *detection) detectString() {
 		d.setOwner(b)
 		d.holder().JobID = s
 	case len(b) == 16 && !printable(b) && strings.HasPrefix(key, "lock:"):
-		// python-redis-lock before 3.3 stored urandom(16) raw (src/redis_lock/__init__.py).
+		// python-redis-lock before 3.3 stored urandom(16) raw (tag v3.2.0,
+		// src/redis_lock/__init__.py: self._id = urandom(16)).
 		d.setLayout("python-redis-lock", Guess)
 		d.setOwner(b)
-		d.companion(RoleSignal)
+		d.optional(RoleSignal)
 	case len(s) == 16 && isAlnum(s):
-		d.laravel(b)
+		d.alnum16(b)
 	default:
 		d.setOwner(b[:min(len(b), maxUnknownOwner)])
 		d.appData = printable(b)
 	}
 }
 
-// lockctl: the reference platform's layout, lockcore/scripts/acquire.lua:
-// value "<fence>:<owner>" (32 hex), SET PX, and an INCR fence counter on the
-// same slot (lockcore.FenceKeyFor, or the configured fence template).
-func (d *detection) lockctl(s string) {
+// fencedValue is "<fence>:<owner>" with an INCR counter elsewhere:
+//   - lockctl, lockcore/scripts/acquire.lua: owner 32 lowercase hex, SET PX,
+//     the counter at the fence key (lockcore.FenceKeyFor, or the configured
+//     fence template) on the same slot;
+//   - microi, the seed platform: owner a ULID or a 32-hex GUID, the counter
+//     at the sibling key "<name>:FencingToken" of "<name>:Lease"
+//     (e.g. Microi:{os}:DatabaseBackup:Lease and :FencingToken).
+//
+// The configured fence key is tried first, then the sibling: the first
+// that exists is the counter; with neither, the configured one is missing.
+func (d *detection) fencedValue(s string) {
 	digits, owner, _ := strings.Cut(s, ":")
 	d.setOwner([]byte(owner))
-	key, cv, ok := d.companion(RoleFence)
+	key, cv, ok := d.fenceCounter()
+	name := "lockctl"
+	if strings.HasSuffix(key, microiCounterSuffix) || !isHex(owner) {
+		name = "microi"
+		if t, isULID := ulidTime(owner); isULID && d.plausible(t) {
+			d.holder().AcquiredAt = rfc3339ms(t)
+		}
+	}
 	f := &Fence{CounterKey: key}
 	d.lock.Fence = f
 	d.fenced = true
@@ -116,17 +132,17 @@ func (d *detection) lockctl(s string) {
 	if err != nil {
 		// 19 or 20 digits above 2^63−1: no acquire wrote it, INCR stops
 		// there ("increment or decrement would overflow").
-		d.setLayout("lockctl", Likely)
+		d.setLayout(name, Likely)
 		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
 		return
 	}
 	f.Value = ptr(fence)
 	if !ok {
-		d.setLayout("lockctl", Likely)
+		d.setLayout(name, Likely)
 		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
 		return
 	}
-	d.setLayout("lockctl", Certain)
+	d.setLayout(name, Certain)
 	if !isInt {
 		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
 		return
@@ -142,6 +158,27 @@ func (d *detection) lockctl(s string) {
 	case n == math.MaxInt64:
 		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
 	}
+}
+
+// fenceCounter picks the fence counter among the fence_counter companions
+// (the configured key, then the seed platform's sibling): the first that
+// exists, else the first. It marks only the one picked as the layout's.
+func (d *detection) fenceCounter() (string, Value, bool) {
+	first := ""
+	for _, c := range d.cks {
+		if c.Role != RoleFence {
+			continue
+		}
+		if first == "" {
+			first = c.Key
+		}
+		if v, ok := d.comp[c.Key]; ok && v.Exists() {
+			d.used[c.Key] = true
+			return c.Key, v, true
+		}
+	}
+	d.used[first] = true
+	return first, Value{}, false
 }
 
 // incrInt parses b as INCR does (Redis's string2ll): an optional '-' and
@@ -234,22 +271,29 @@ func (d *detection) distributedLock(s string) {
 	d.holder().PID, _ = parseInt(rest[i+1:])
 }
 
-// base64Std16 is 16 random bytes in standard base64 (24 characters, "=="):
-//   - redsync, github.com/go-redsync/redsync/v4 mutex.go genValue():
-//     base64.StdEncoding of 16 bytes, SET NX PX;
-//   - python-redis-lock, src/redis_lock/__init__.py: key "lock:<name>",
-//     id b64encode(urandom(16)), SET NX EX, and the "lock-signal:<name>"
-//     list its release script pushes to.
+// base64Std16 is 16 bytes in standard base64 (24 characters, "=="):
+//   - redsync, github.com/go-redsync/redsync/v4 (v4.18.1) mutex.go
+//     genValue(): base64.StdEncoding of 16 random bytes, SET NX PX; under
+//     any key, "lock:<name>" too (no python-redis-lock release wrote
+//     16 bytes in base64: see pythonRedisLock);
+//   - node-redis-warlock (npm 1.0.2) lib/warlock.js lock(): key
+//     "<key>:lock", value the 16 bytes of a UUIDv1 in base64, SET PX NX.
+//
+// Random bytes look like a UUIDv1 (version nibble 1, variant 10) once in 64:
+// only a UUIDv1 whose time is within a day of the read is warlock's.
 func (d *detection) base64Std16(b []byte) {
 	d.setOwner(b)
-	if strings.HasPrefix(d.key, "lock:") {
-		_, _, ok := d.companion(RoleSignal)
-		if ok {
-			d.setLayout("python-redis-lock", Certain)
-		} else {
-			d.setLayout("python-redis-lock", Likely)
+	raw, err := base64.StdEncoding.DecodeString(string(b))
+	if err == nil && len(raw) == 16 && raw[6]>>4 == 1 && raw[8]>>6 == 2 {
+		if t, ok := uuid1Time(hex.EncodeToString(raw)); ok && d.plausible(t) {
+			d.setLayout("node-redis-warlock", Likely)
+			d.holder().AcquiredAt = rfc3339ms(t)
+			return
 		}
-		return
+		if strings.HasSuffix(d.key, ":lock") {
+			d.setCandidates("node-redis-warlock", "redsync")
+			return
+		}
 	}
 	d.setLayout("redsync", Likely)
 }
@@ -268,21 +312,27 @@ func (d *detection) redislock(s string) {
 }
 
 // hex32 is 16 bytes in hex:
-//   - redis-py, redis/lock.py Lock.acquire(): token uuid.uuid1().hex, SET NX
-//     PX; a version-1 UUID (nibble 12 is "1", variant 10xx) whose timestamp
-//     is the acquisition time;
-//   - node-redlock, src/index.ts _random(): randomBytes(16).toString("hex"),
-//     SET NX PX from its acquire script.
+//   - redis-py, redis/lock.py Lock.acquire() (tag v4.3.4, Debian
+//     python3-redis): token uuid.uuid1().hex, SET NX PX; a version-1 UUID
+//     (nibble 12 is "1", variant 10xx) whose timestamp is the acquisition
+//     time;
+//   - node-redlock, redlock.js _random() (4.2.0) and src/index.ts
+//     _random() (5.0.0-beta.2): randomBytes(16).toString("hex"), SET NX PX.
+//
+// One random value in 64 has redis-py's shape, with a timestamp anywhere in
+// 1582-5236: only a time within a day of the read says redis-py.
 func (d *detection) hex32(s string) {
 	d.setOwner([]byte(s))
-	if s[12] == '1' && strings.ContainsRune("89ab", rune(s[16])) {
-		d.setLayout("redis-py", Likely)
-		if t, ok := uuid1Time(s); ok {
-			d.holder().AcquiredAt = rfc3339ms(t)
-		}
+	if s[12] != '1' || !strings.ContainsRune("89ab", rune(s[16])) {
+		d.setLayout("node-redlock", Likely)
 		return
 	}
-	d.setLayout("node-redlock", Likely)
+	if t, ok := uuid1Time(s); ok && d.plausible(t) {
+		d.setLayout("redis-py", Likely)
+		d.holder().AcquiredAt = rfc3339ms(t)
+		return
+	}
+	d.setCandidates("node-redlock", "redis-py")
 }
 
 // uuid1Time decodes the 60-bit timestamp of a version-1 UUID in hex (100 ns
@@ -302,18 +352,6 @@ func uuid1Time(h string) (time.Time, bool) {
 	}
 	u := ticks - gregorianToUnix
 	return time.Unix(int64(u/1e7), int64(u%1e7)*100), true
-}
-
-// laravel, src/Illuminate/Cache/RedisLock.php acquire(): SET <prefix><name>
-// <owner> EX <seconds> NX (SETNX without a TTL when seconds is 0), owner
-// Str::random() (16 alphanumerics, src/Illuminate/Cache/Lock.php).
-func (d *detection) laravel(b []byte) {
-	d.setOwner(b)
-	if strings.Contains(strings.ToLower(d.key), "laravel") {
-		d.setLayout("laravel", Likely)
-		return
-	}
-	d.setLayout("laravel", Guess)
 }
 
 // detectHash tells which library wrote a hash lock:
@@ -476,10 +514,15 @@ func isUUID(s string) bool {
 	return true
 }
 
-// isLockctlValue reports "<fence digits>:<32 lowercase hex>".
-func isLockctlValue(s string) bool {
+// isFencedValue reports "<fence digits>:<owner>", the owner 32 hex digits
+// (lockctl, or a GUID "N" of the seed platform, either case) or a ULID.
+func isFencedValue(s string) bool {
 	f, o, ok := strings.Cut(s, ":")
-	return ok && len(f) <= 20 && isDigits(f) && len(o) == 32 && isHex(o)
+	if !ok || len(f) > 20 || !isDigits(f) {
+		return false
+	}
+	_, isULID := ulidTime(o)
+	return len(o) == 32 && isHex(strings.ToLower(o)) || isULID
 }
 
 // isDistLockValue reports "<host>_<pid>_<32 lowercase hex>".

@@ -76,13 +76,14 @@ func TestFindings(t *testing.T) {
 			return k
 		}, inspect.Options{}, "FENCE_MISMATCH:error"},
 		{"CROSS_SLOT_cluster", func() string {
-			must(t, c.Set(ctx, "lock:"+p+"resource", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+			must(t, c.Set(ctx, "lock:"+p+"resource", "UuD4gq/mCzUjken8FHe/uSWP", 20*time.Second).Err())
+			must(t, c.RPush(ctx, "lock-signal:"+p+"resource", 1).Err())
 			return "lock:" + p + "resource"
 		}, inspect.Options{Cluster: true}, "NO_FENCE:warning,CROSS_SLOT:error"},
 		{"BINARY_VALUE", func() string {
 			must(t, c.Set(ctx, "lock:"+p+"bin", string([]byte{0xff, 0xfe, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x80}), 20*time.Second).Err())
 			return "lock:" + p + "bin"
-		}, inspect.Options{}, "BINARY_VALUE:info,NO_FENCE:warning,CROSS_SLOT:warning"},
+		}, inspect.Options{}, "BINARY_VALUE:info,NO_FENCE:warning"},
 		{"WRONG_TYPE", func() string {
 			must(t, c.RPush(ctx, p+"list", "a", "b").Err())
 			return p + "list"
@@ -202,13 +203,16 @@ func TestCase9CrossSlot(t *testing.T) {
 		}
 	}
 	c := client(t)
-	// python-redis-lock's lock and signal keys without a hash tag.
-	must(t, c.Set(ctx, "lock:resource", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+	// python-redis-lock's lock and signal keys without a hash tag: the
+	// signal exists after a release (only existing companions count).
+	must(t, c.Set(ctx, "lock:resource", "UuD4gq/mCzUjken8FHe/uSWP", 20*time.Second).Err())
+	must(t, c.RPush(ctx, "lock-signal:resource", 1).Err())
 	l := readOne(t, c, "lock:resource", inspect.Options{})
 	if !hasFinding(l, inspect.FindingCrossSlot) || !strings.Contains(l.Findings[len(l.Findings)-1].Message, "slot 3196") {
 		t.Errorf("lock:resource: %s %v", codes(l), l.Findings)
 	}
-	must(t, c.Set(ctx, "lock:{resource}", "q2hZ3k0FzA8sV1xY7bN4Ag==", 20*time.Second).Err())
+	must(t, c.Set(ctx, "lock:{resource}", "UuD4gq/mCzUjken8FHe/uSWP", 20*time.Second).Err())
+	must(t, c.RPush(ctx, "lock-signal:{resource}", 1).Err())
 	if l := readOne(t, c, "lock:{resource}", inspect.Options{}); hasFinding(l, inspect.FindingCrossSlot) {
 		t.Errorf("lock:{resource} shares slot 10348 with its signal: %s", codes(l))
 	}
@@ -425,5 +429,25 @@ func TestFenceFromTimeAfterRestart(t *testing.T) {
 			t.Errorf("acquire %d after the restart (fence %d): layout %v, fence %+v, findings %+v", i+1, l.Fence, got.Layout, got.Fence, got.Findings)
 		}
 		must(t, l.Release(ctx))
+	}
+}
+
+// TestSubsecondOnlyWhenSet: a healthy lease near its end (node-redlock 5
+// using(): 10 s, extended when 500 ms remain) was set long ago (idle ≥ 1 s)
+// and is no SUBSECOND_LEASE; the same PTTL on a key just written is.
+func TestSubsecondOnlyWhenSet(t *testing.T) {
+	t.Parallel()
+	c := client(t)
+	k := "t:" + t.Name() + ":healthy"
+	must(t, c.Set(ctx, k, "5f2b8c1d9e3a4b6c7d8e9f0a1b2c3d4e", 3*time.Second).Err())
+	time.Sleep(2200 * time.Millisecond) // nothing touches the key, as between redlock's extensions
+	l := readOne(t, c, k, inspect.Options{})
+	if l.PTTLMS >= 1000 || l.IdleSeconds == nil || *l.IdleSeconds < 1 || hasFinding(l, inspect.FindingSubsecondLease) {
+		t.Errorf("pttl %d idle %v findings %s: a lease set at 3s is healthy near its end", l.PTTLMS, l.IdleSeconds, codes(l))
+	}
+	fresh := "t:" + t.Name() + ":fresh"
+	must(t, c.Set(ctx, fresh, "5f2b8c1d9e3a4b6c7d8e9f0a1b2c3d4e", time.Duration(l.PTTLMS)*time.Millisecond).Err())
+	if l := readOne(t, c, fresh, inspect.Options{}); !hasFinding(l, inspect.FindingSubsecondLease) {
+		t.Errorf("a key just set with %dms: findings %s, want SUBSECOND_LEASE", l.PTTLMS, codes(l))
 	}
 }

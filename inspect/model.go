@@ -10,8 +10,12 @@ package inspect
 
 import (
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lockctl/lockctl/lockcore"
 )
 
 // Confidence says how sure a layout detection is.
@@ -52,6 +56,19 @@ func (s Severity) Rank() int {
 type Layout struct {
 	Name       string     `json:"name"`
 	Confidence Confidence `json:"confidence"`
+	// Candidates, set when several libraries write values of this shape,
+	// lists them all, most likely first; Name is then the first of them
+	// and Confidence is guess: the value alone cannot tell them apart.
+	Candidates []string `json:"candidates,omitempty"`
+}
+
+// Label names the layout for people: "redis-py", or "node-redlock or
+// redis-py" when the value's shape leaves several candidates.
+func (l Layout) Label() string {
+	if len(l.Candidates) > 1 {
+		return strings.Join(l.Candidates, " or ")
+	}
+	return l.Name
 }
 
 // Finding is one problem (or fact) about a lock: a stable code, a severity,
@@ -190,7 +207,7 @@ func (s *Summary) Add(l *Lock) {
 		return
 	}
 	s.Locks++
-	s.ByLayout[l.Layout.Name]++
+	s.ByLayout[l.Layout.Label()]++
 	for _, f := range l.Findings {
 		s.ByFinding[f.Code]++
 	}
@@ -220,4 +237,18 @@ func NewReport(locks []Lock) Report {
 
 func rfc3339ms(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// Year is 365 days in ms: TTLs from a year up are shown in years and days.
+const yearMS = 365 * 24 * 3600 * 1000
+
+// FormatTTL shows a TTL in ms for people: "30s", "1h2m", and from a year up
+// "634y 52d", past the ~292 years a time.Duration can hold (a PTTL is an
+// int64 of ms, up to ~292 million years).
+func FormatTTL(ms int64) string {
+	if ms >= yearMS {
+		const dayMS = 24 * 3600 * 1000
+		return fmt.Sprintf("%dy %dd", ms/yearMS, ms%yearMS/dayMS)
+	}
+	return lockcore.FormatDuration(time.Duration(ms) * time.Millisecond)
 }

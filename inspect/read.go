@@ -136,7 +136,7 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		if err := refused(k, m.typ, m.pttl, m.getrange); err != nil {
 			return nil, nil, err
 		}
-		v := Value{}
+		v := Value{ReadAtMS: now.UnixMilli()}
 		v.PTTL, _ = m.pttl.Int64()
 		if m.typ != nil {
 			v.Type, _ = m.typ.Text()
@@ -376,7 +376,7 @@ func (q *round2) decodeCompanions() (map[string]Value, error) {
 // counter above the holder's fence is FENCE_MISMATCH only if no acquire
 // came between.
 func (q *round2) queueAgain(ctx context.Context, i int, k string, v Value) {
-	if v.Type == "string" && isLockctlValue(string(v.Bytes)) {
+	if v.Type == "string" && isFencedValue(string(v.Bytes)) {
 		q.again[i] = q.pipe.Do(ctx, "getrange", k, 0, q.r.maxBytes()-1)
 		q.queued++
 	}

@@ -263,5 +263,5 @@ func ttl(ms int64) string {
 	if ms < 0 {
 		return "no TTL"
 	}
-	return lockcore.FormatDuration(time.Duration(ms) * time.Millisecond)
+	return FormatTTL(ms)
 }

@@ -37,10 +37,13 @@ type InspectOptions struct {
 	// FenceFor gives the fence counter key of a lock key met without its
 	// value (--key, --pattern).
 	FenceFor func(lockKey string) string
-	Search   bool
-	Limit    int
-	Pattern  string
-	Count    int64
+	// IsFenceKey tells a fence counter of the configured fence template met
+	// on its own (fenceMatcher).
+	IsFenceKey func(key string) bool
+	Search     bool
+	Limit      int
+	Pattern    string
+	Count      int64
 	// FailOn is "", "warning" or "error".
 	FailOn      string
 	LeaseCap    time.Duration
@@ -122,6 +125,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if opts.KeySpec, opts.FenceFor, err = f.lockKeySettings(); err != nil {
 				return err
 			}
+			opts.IsFenceKey = fenceMatcher(f.Config.GetString(keyFenceTemplate))
 			if runF != nil {
 				return runF(opts)
 			}
@@ -207,6 +211,18 @@ func fenceFor(field, tmpl string) func(string) string {
 	return func(k string) string { return t.Expand(map[string]string{"key": k, "field": field}) }
 }
 
+// fenceMatcher reports whether a key met on its own (--key, --pattern) can
+// be a counter of the fence template tmpl: the fixed key, or a key with the
+// template's literal start and end ("{key%:Lease}:FencingToken" matches
+// "…:FencingToken"); nil without a template (the built-in names only).
+func fenceMatcher(tmpl string) func(string) bool {
+	t, err := lockcore.ParseTemplate(tmpl, "", "field", "value", "key")
+	if tmpl == "" || err != nil {
+		return nil
+	}
+	return t.MayBuild
+}
+
 // resolved is what a single-key inspect reads: the keys in order and the
 // fence key of each lock key built from a value.
 type resolved struct {
@@ -258,6 +274,7 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 			return lockcore.FenceKeyFor(lockKey)
 		},
 		ExpectOwner: opts.ExpectOwner,
+		IsFenceKey:  opts.IsFenceKey,
 	}}
 }
 

@@ -10,7 +10,11 @@ import (
 //
 // Syntax: placeholders are {field} (the request field name, e.g. OrderId),
 // {value} (its value, e.g. order-demo-001) and, in fence templates only,
-// {key} (the built lock key). A literal brace is doubled: "{{" and "}}".
+// {key} (the built lock key) and {key%SUFFIX}: the lock key with SUFFIX cut
+// off its end when it ends so (the shell's ${key%SUFFIX}), which names a
+// sibling key: "{key%:Lease}:FencingToken" turns "App:{os}:Backup:Lease"
+// into "App:{os}:Backup:FencingToken". A fence template without
+// placeholders is one fixed key. A literal brace is doubled: "{{" and "}}".
 // That is how a Redis Cluster hash tag is written: "lock:{field}:{{{value}}}"
 // builds "lock:OrderId:{order-demo-001}".
 //
@@ -35,6 +39,7 @@ type Template struct {
 type part struct {
 	lit   string
 	field string // placeholder name, empty for a literal
+	trim  string // {key%trim}: the suffix cut off the key
 }
 
 // ParseTemplate parses a lock or fence key template. allowed lists the
@@ -58,7 +63,10 @@ func ParseTemplate(src string, required string, allowed ...string) (*Template, e
 			if end < 0 {
 				return nil, fmt.Errorf("%w %q: unclosed { at byte %d (write {{ for a literal brace)", ErrTemplate, src, i)
 			}
-			name := src[i+1 : i+end]
+			name, trim, _ := strings.Cut(src[i+1:i+end], "%")
+			if name != "key" || trim == "" {
+				name, trim = src[i+1:i+end], "" // only {key%SUFFIX} cuts a suffix
+			}
 			if !contains(allowed, name) {
 				return nil, fmt.Errorf("%w %q: unknown placeholder {%s}; accepted: %s (write {{ }} for a literal hash-tag brace)", ErrTemplate, src, name, placeholders(allowed))
 			}
@@ -66,7 +74,7 @@ func ParseTemplate(src string, required string, allowed ...string) (*Template, e
 				t.parts = append(t.parts, part{lit: lit.String()})
 				lit.Reset()
 			}
-			t.parts = append(t.parts, part{field: name})
+			t.parts = append(t.parts, part{field: name, trim: trim})
 			seen[name] = true
 			i += end
 		case c == '}':
@@ -108,9 +116,12 @@ func (t *Template) String() string { return t.src }
 func (t *Template) Expand(vars map[string]string) string {
 	var b strings.Builder
 	for _, p := range t.parts {
-		if p.field == "" {
+		switch {
+		case p.field == "":
 			b.WriteString(p.lit)
-		} else {
+		case p.trim != "":
+			b.WriteString(strings.TrimSuffix(vars[p.field], p.trim))
+		default:
 			b.WriteString(vars[p.field])
 		}
 	}
@@ -134,7 +145,8 @@ type KeySpec struct {
 }
 
 // NewKeySpec parses the lock key template (must use {value}) and the optional
-// fence template (may use {field}, {value}, {key}; "" = FenceKeyFor). With
+// fence template (may use {field}, {value}, {key}, {key%SUFFIX}, or none: a
+// fixed key; "" = FenceKeyFor). With
 // cluster set, it refuses templates whose lock and fence keys would land on
 // different hash slots, naming both slots. Errors wrap ErrTemplate.
 func NewKeySpec(field, keyTemplate, fenceTemplate string, cluster bool) (*KeySpec, error) {
@@ -154,9 +166,9 @@ func NewKeySpec(field, keyTemplate, fenceTemplate string, cluster bool) (*KeySpe
 		if err != nil {
 			return nil, err
 		}
-		if !ft.uses("key") && !ft.uses("value") {
-			return nil, fmt.Errorf("%w %q: a fence template needs {key} or {value}, so each lock has its own counter", ErrTemplate, fenceTemplate)
-		}
+		// A fixed key is accepted: one lock's counter named outright (the
+		// seed platform's sibling keys); shared by several locks it still
+		// issues increasing tokens, only faster.
 		ks.fence = ft
 		// The counter must outlive the lock: at the lock's own key the
 		// acquire would INCR the lock and the release delete the counter,
@@ -175,13 +187,33 @@ func NewKeySpec(field, keyTemplate, fenceTemplate string, cluster bool) (*KeySpe
 	return ks, nil
 }
 
-func (t *Template) uses(name string) bool {
+// Fixed returns the key a template without placeholders always builds.
+func (t *Template) Fixed() (string, bool) {
 	for _, p := range t.parts {
-		if p.field == name {
-			return true
+		if p.field != "" {
+			return "", false
 		}
 	}
-	return false
+	return t.Expand(nil), true
+}
+
+// MayBuild reports whether k can be an expansion of the template: equal to
+// a fixed template, else starting with its literal text before the first
+// placeholder and ending with its literal text after the last, one of
+// them not empty ("{key}:fence" matches "a:fence"). inspect uses it to
+// know a fence counter met on its own.
+func (t *Template) MayBuild(k string) bool {
+	if f, fixed := t.Fixed(); fixed {
+		return k == f
+	}
+	var prefix, suffix string
+	if p := t.parts[0]; p.field == "" {
+		prefix = p.lit
+	}
+	if p := t.parts[len(t.parts)-1]; p.field == "" {
+		suffix = p.lit
+	}
+	return prefix+suffix != "" && len(k) >= len(prefix)+len(suffix) && strings.HasPrefix(k, prefix) && strings.HasSuffix(k, suffix)
 }
 
 // Keys builds the lock and fence keys for one business value. An empty value

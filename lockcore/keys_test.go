@@ -67,7 +67,6 @@ func TestKeySpecRejects(t *testing.T) {
 		{"lock:{id}:{value}", ""}:               "unknown placeholder {id}",
 		{"lock:{value", ""}:                     "unclosed {",
 		{"lock:}{value}", ""}:                   "stray }",
-		{"lock:{value}", "fence:{field}"}:       "needs {key} or {value}",
 		{"lock:{value}", "{key}:fence:{bogus}"}: "unknown placeholder {bogus}",
 		{"lock:{value}", "{key}"}:               "the fence counter would be the lock key itself",
 		{"lock:{value}", "lock:{value}"}:        "the fence counter would be the lock key itself",
@@ -77,6 +76,37 @@ func TestKeySpecRejects(t *testing.T) {
 		if err == nil || !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q/%q: %v, want %q", in[0], in[1], err, want)
 		}
+	}
+}
+
+// TestFenceTemplateSiblingAndFixed: the seed platform keeps its counter at a
+// sibling of the lock key (…:Lease → …:FencingToken) or at a fixed key;
+// both are fence templates, and MayBuild knows the counters they build.
+func TestFenceTemplateSiblingAndFixed(t *testing.T) {
+	cases := []struct{ fence, value, wantFence string }{
+		{"{key%:Lease}:FencingToken", "Microi:{os}:DatabaseBackup:Lease", "Microi:{os}:DatabaseBackup:FencingToken"},
+		{"{key%:Lease}:FencingToken", "other", "other:FencingToken"}, // no suffix to cut: the key as is
+		{"Microi:{{os}}:DatabaseBackup:FencingToken", "Microi:{os}:DatabaseBackup:Lease", "Microi:{os}:DatabaseBackup:FencingToken"},
+		{"fence:{field}", "x", "fence:OrderId"},
+	}
+	for _, c := range cases {
+		ks, err := NewKeySpec("OrderId", "{value}", c.fence, false)
+		if err != nil {
+			t.Fatalf("%q: %v", c.fence, err)
+		}
+		k := ks.Keys(c.value)
+		if k.Lock != c.value || k.Fence != c.wantFence {
+			t.Errorf("%q on %q: %+v, want fence %q", c.fence, c.value, k, c.wantFence)
+		}
+		if !ks.fence.MayBuild(k.Fence) || ks.fence.MayBuild(k.Lock) && c.value != "other" {
+			t.Errorf("%q: MayBuild(%q) = %v, MayBuild(%q) = %v", c.fence, k.Fence, ks.fence.MayBuild(k.Fence), k.Lock, ks.fence.MayBuild(k.Lock))
+		}
+	}
+	if _, err := NewKeySpec("OrderId", "Microi:{{os}}:{value}:Lease", "{key%:Lease}:FencingToken", true); err != nil {
+		t.Errorf("a sibling in the same hash tag is fine in a cluster: %v", err)
+	}
+	if _, err := ParseTemplate("lock:{value%x}", "value", "field", "value"); err == nil || !strings.Contains(err.Error(), "unknown placeholder {value%x}") {
+		t.Errorf("only {key%%SUFFIX} cuts a suffix: %v", err)
 	}
 }
 

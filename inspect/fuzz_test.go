@@ -22,6 +22,8 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add("resource", "string", int64(-1), []byte("testNewValue"), "", "", "")
 	f.Add("k\x00\xff", "list", int64(5), []byte{0xff, 0xfe, 0}, "mode", "write", "x")
 	f.Add("{a}b", "zset", int64(-2), []byte(""), "", "", "-9")
+	f.Add("Microi:{os}:DatabaseBackup:Lease", "string", int64(30000), []byte("42:01JD8ZQ3V7K2M9XW4T6R5B1C0N"), "", "", "")
+	f.Add("fx:lock", "string", int64(20_000_000_000_000), []byte("eX2AsO3OEfGItFEzWRF//w=="), "", "", "")
 	f.Fuzz(func(t *testing.T, key, typ string, pttl int64, value []byte, field, fieldValue, fence string) {
 		v := inspect.Value{Type: typ, PTTL: pttl, Bytes: value, Size: int64(len(value))}
 		if field != "" {

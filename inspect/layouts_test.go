@@ -138,7 +138,8 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redisson", "redisson", inspect.Certain, func(t *testing.T) string {
-			// RedissonLock.tryLockInnerAsync: hincrby <name> <uuid:thread> 1; pexpire <name> 30000.
+			// redisson/redisson tag redisson-3.52.0, redisson/src/main/java/org/redisson/
+			// RedissonLock.java tryLockInnerAsync: hincrby <name> <uuid:thread> 1; pexpire <name> 30000.
 			must(t, c.HIncrBy(ctx, n(t), "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
 			must(t, c.PExpire(ctx, n(t), 30*time.Second).Err())
 			return n(t)
@@ -148,7 +149,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redis-py", "redis-py", inspect.Likely, func(t *testing.T) string {
-			// redis/lock.py do_acquire: SET name token NX PX timeout*1000.
+			// redis-py v4.3.4 (Debian python3-redis), redis/lock.py do_acquire: SET name token NX PX timeout*1000.
 			must(t, c.SetArgs(ctx, "py:"+n(t), uuid1Hex(acquiredAt), redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err())
 			return "py:" + n(t)
 		}, func(t *testing.T, l inspect.Lock) {
@@ -157,7 +158,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"python-redis-lock", "python-redis-lock", inspect.Likely, func(t *testing.T) string {
-			// redis_lock/__init__.py (v4.0.0) acquire: SET lock:<name> b64encode(urandom(18)) NX EX expire.
+			// ionelmc/python-redis-lock tag v4.0.0, src/redis_lock/__init__.py acquire: SET lock:<name> b64encode(urandom(18)) NX EX expire.
 			id := base64.StdEncoding.EncodeToString([]byte(randHex(9)))
 			must(t, c.SetArgs(ctx, "lock:"+n(t), id, redis.SetArgs{Mode: "NX", TTL: 60 * time.Second}).Err())
 			return "lock:" + n(t)
@@ -165,7 +166,7 @@ func TestLayouts(t *testing.T) {
 		{"python-redis-lock-signal", "python-redis-lock", inspect.Certain, func(t *testing.T) string {
 			id := base64.StdEncoding.EncodeToString([]byte(randHex(9)))
 			must(t, c.SetArgs(ctx, "lock:{"+n(t)+"}", id, redis.SetArgs{Mode: "NX", TTL: 60 * time.Second}).Err())
-			// UNLOCK_SCRIPT of the previous holder: del, lpush signal 1, pexpire signal.
+			// tag v4.0.0 UNLOCK_SCRIPT of the previous holder: del, lpush signal 1, pexpire signal.
 			must(t, c.LPush(ctx, "lock-signal:{"+n(t)+"}", 1).Err())
 			must(t, c.PExpire(ctx, "lock-signal:{"+n(t)+"}", time.Minute).Err())
 			return "lock:{" + n(t) + "}"
@@ -175,14 +176,15 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"node-redlock", "node-redlock", inspect.Likely, func(t *testing.T) string {
-			// src/index.ts ACQUIRE_SCRIPT: set KEYS[i] ARGV[1] PX ARGV[2], value randomBytes(16) hex.
+			// redlock 5.0.0-beta.2 (npm) src/index.ts ACQUIRE_SCRIPT: set KEYS[i] ARGV[1] PX ARGV[2], value randomBytes(16) hex.
 			v := randHex(16)
 			v = v[:12] + "4" + v[13:]
 			must(t, c.Set(ctx, "node:"+n(t), v, 10*time.Second).Err())
 			return "node:" + n(t)
 		}, nil},
 		{"shedlock", "shedlock", inspect.Certain, func(t *testing.T) string {
-			// RedisLockProvider: SET job-lock:<env>:<name> ADDED:<iso>@<host> NX PX lockAtMostFor.
+			// lukas-krecan/ShedLock tag shedlock-parent-7.9.0, shedlock-support-redis
+			// InternalRedisLockProvider (older releases without the ":<uuid>"): SET job-lock:<env>:<name> ADDED:<iso>@<host> NX PX lockAtMostFor.
 			k := "job-lock:default:" + n(t)
 			must(t, c.SetArgs(ctx, k, "ADDED:2026-05-12T13:31:45.006Z@lixin-macbook.local", redis.SetArgs{Mode: "NX", TTL: time.Minute}).Err())
 			return k
@@ -192,7 +194,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redisson-fenced", "redisson-fenced", inspect.Certain, func(t *testing.T) string {
-			// RedissonFencedLock.tryLockInnerAsync: incr KEYS[2]; hincrby; pexpire.
+			// redisson tag redisson-3.52.0, RedissonFencedLock.java tryLockInnerAsync: incr KEYS[2]; hincrby; pexpire.
 			must(t, c.Set(ctx, "redisson_lock_token:{"+n(t)+"}", 33, 0).Err())
 			must(t, c.Incr(ctx, "redisson_lock_token:{"+n(t)+"}").Err())
 			must(t, c.HIncrBy(ctx, n(t), "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:57", 1).Err())
@@ -204,7 +206,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redisson-fair", "redisson-fair", inspect.Certain, func(t *testing.T) string {
-			// RedissonFairLock: the holder's hash plus the waiters' queue and timeout zset.
+			// redisson tag redisson-3.52.0, RedissonFairLock.java: the holder's hash plus the waiters' queue and timeout zset.
 			must(t, c.HIncrBy(ctx, n(t), "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:1", 1).Err())
 			must(t, c.PExpire(ctx, n(t), 30*time.Second).Err())
 			must(t, c.RPush(ctx, "redisson_lock_queue:{"+n(t)+"}", "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:2").Err())
@@ -216,7 +218,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redisson-rw", "redisson-rw", inspect.Certain, func(t *testing.T) string {
-			// RedissonReadLock: hset <name> mode read; hincrby <name> <uuid:thread> 1; pexpire.
+			// redisson tag redisson-3.52.0, RedissonReadLock.java: hset <name> mode read; hincrby <name> <uuid:thread> 1; pexpire.
 			must(t, c.HSet(ctx, n(t), "mode", "read").Err())
 			must(t, c.HIncrBy(ctx, n(t), "0d4a5d1e-1f43-4a5e-9cdb-3a2b1c9f8e7d:1", 1).Err())
 			must(t, c.PExpire(ctx, n(t), 30*time.Second).Err())
@@ -227,13 +229,15 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"spring-integration", "spring-integration", inspect.Guess, func(t *testing.T) string {
-			// RedisLockRegistry OBTAIN_LOCK_SCRIPT: SET KEYS[1] ARGV[1] PX ARGV[2], value clientId UUID.
+			// spring-projects/spring-integration tag v6.5.10, spring-integration-redis/
+			// .../redis/util/RedisLockRegistry.java OBTAIN_LOCK_SCRIPT: SET KEYS[1] ARGV[1] PX ARGV[2], value clientId UUID.
 			k := "registry:" + n(t)
 			must(t, c.Set(ctx, k, guid(), time.Minute).Err())
 			return k
 		}, nil},
 		{"distributedlock", "distributedlock", inspect.Certain, func(t *testing.T) string {
-			// RedisMutexPrimitive.TryAcquire: SET key lockId NX PX expiry.
+			// madelson/DistributedLock tag 2.8.1, src/DistributedLock.Redis/Primitives/
+			// RedisMutexPrimitive.cs TryAcquire: SET key lockId NX PX expiry.
 			must(t, c.SetArgs(ctx, "dl:"+n(t), "web-01_4242_"+randHex(16), redis.SetArgs{Mode: "NX", TTL: 30 * time.Second}).Err())
 			return "dl:" + n(t)
 		}, func(t *testing.T, l inspect.Lock) {
@@ -242,20 +246,24 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"freeredis", "freeredis", inspect.Certain, func(t *testing.T) string {
+			// 2881099/FreeRedis tag v1.0.1, src/FreeRedis/RedisClient/Modules/Lock.cs Lock():
+			// SetNx RedisClientLock:<name> Guid.NewGuid() timeoutSeconds.
 			must(t, c.SetArgs(ctx, "RedisClientLock:"+n(t), guid(), redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err())
 			return "RedisClientLock:" + n(t)
 		}, nil},
 		{"csredis", "csredis", inspect.Certain, func(t *testing.T) string {
+			// 2881099/csredis tag v3.8.668, src/CSRedisCore/CSRedisClient.cs Lock():
+			// SetNx CSRedisClientLock:<name> Guid.NewGuid() timeoutSeconds.
 			must(t, c.SetArgs(ctx, "CSRedisClientLock:"+n(t), guid(), redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err())
 			return "CSRedisClientLock:" + n(t)
 		}, nil},
 		{"laravel", "laravel", inspect.Likely, func(t *testing.T) string {
-			// RedisLock::acquire: SET <prefix><name> <Str::random()> EX seconds NX.
+			// php-illuminate-cache 8.83.26 (Debian), src/Illuminate/Cache/RedisLock.php acquire: SET <prefix><name> <Str::random()> EX seconds NX.
 			must(t, c.SetArgs(ctx, "laravel_cache:"+n(t), "aB3dE5fG7hJ9kL1m", redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err())
 			return "laravel_cache:" + n(t)
 		}, nil},
 		{"sidekiq-unique-jobs", "sidekiq-unique-jobs", inspect.Certain, func(t *testing.T) string {
-			// lock.lua: HSET <digest>:LOCKED <jid> <current_time>; PEXPIRE when the job has a TTL.
+			// mhenrixon/sidekiq-unique-jobs tag v8.1.0, lib/sidekiq_unique_jobs/lua/lock.lua: HSET <digest>:LOCKED <jid> <current_time>; PEXPIRE when the job has a TTL.
 			d := "uniquejobs:" + randHex(16)
 			must(t, c.HSet(ctx, d+":LOCKED", "a2c4e6a8b0c2d4e6f8a0b2c4", "1778592705.006").Err())
 			must(t, c.PExpire(ctx, d+":LOCKED", time.Minute).Err())
@@ -266,7 +274,7 @@ func TestLayouts(t *testing.T) {
 			}
 		}},
 		{"redis-lock-gem", "redis-lock-gem", inspect.Certain, func(t *testing.T) string {
-			// redis-lock.rb do_lock: MSETNX lock:owner:<key> <host:pid> lock:expire:<key> <now+life>.
+			// mlanett/redis-lock tag v0.2.7, lib/redis-lock.rb do_lock: MSETNX lock:owner:<key> <host:pid> lock:expire:<key> <now+life>.
 			exp := strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)
 			must(t, c.MSetNX(ctx, "lock:owner:"+n(t), "worker-3:9120", "lock:expire:"+n(t), exp).Err())
 			return "lock:owner:" + n(t)

@@ -22,36 +22,36 @@ type LayoutInfo struct {
 	TTL, Renewal, Release, Fencing string
 }
 
-// ciRun marks a library the conformance suite runs.
-const ciRun = "run in CI"
+// RunInCI is LayoutInfo.Verified of a library the conformance suite runs.
+const RunInCI = "run in CI"
 
 // Layouts lists every layout the detector names, in the table's order.
 var Layouts = []LayoutInfo{
-	{"lockctl", "lockctl (Go, lockcore)", "this one", ciRun, "`lock:{field}:{value}` (lock.key_template)", "`<fence>:<32 hex>`",
+	{"lockctl", "lockctl (Go, lockcore)", "this one", RunInCI, "`lock:{field}:{value}` (lock.key_template)", "`<fence>:<32 hex>`",
 		"= budget; 60 s renewed for long tasks", "Keeper renews at a third of the lease", "owner-checked script", "INCR `{<key>}:fence` (lock.fence_template)"},
 	{"microi", "seed platform (Microi, .NET)", "values from issue 20", "from the platform's values", "`<name>:Lease`", "`<fence>:<ULID or 32-hex GUID>`",
 		"–", "–", "–", "INCR sibling `<name>:FencingToken`"},
-	{"redsync", "go-redsync/redsync (Go)", "v4.18.1", ciRun, "any", "base64 of 16 random bytes (24 chars, `==`)",
+	{"redsync", "go-redsync/redsync (Go)", "v4.18.1", RunInCI, "any", "base64 of 16 random bytes (24 chars, `==`)",
 		"8 s", "`Extend()` by hand", "owner-checked script", "no"},
-	{"redislock", "bsm/redislock (Go)", "v0.9.4", ciRun, "any", "raw URL base64 of 16 bytes (22 chars) + optional metadata",
+	{"redislock", "bsm/redislock (Go)", "v0.9.4", RunInCI, "any", "raw URL base64 of 16 bytes (22 chars) + optional metadata",
 		"given to `Obtain`", "`Refresh()` by hand", "owner-checked script", "no"},
-	{"rueidislock", "redis/rueidis rueidislock (Go)", "v1.0.80", ciRun, "`rueidislock:<i>:<name>`, i < 3", "24 random bytes (binary)",
+	{"rueidislock", "redis/rueidis rueidislock (Go)", "v1.0.80", RunInCI, "`rueidislock:<i>:<name>`, i < 3", "24 random bytes (binary)",
 		"5 s (`SET PXAT`)", "every 2.5 s while held", "owner-checked script", "no"},
-	{"go-zero", "zeromicro/go-zero RedisLock (Go)", "v1.10.3", ciRun, "any (no prefix)", "16 alphanumerics",
+	{"go-zero", "zeromicro/go-zero RedisLock (Go)", "v1.10.3", RunInCI, "any (no prefix)", "16 alphanumerics",
 		"seconds×1000+500 ms (500 ms by default)", "no", "owner-checked script", "no"},
-	{"node-redlock", "redlock (npm)", "4.2.0, 5.0.0-beta.2", ciRun, "any", "32 random hex",
+	{"node-redlock", "redlock (npm)", "4.2.0, 5.0.0-beta.2", RunInCI, "any", "32 random hex",
 		"given", "v5 `using()`: when 500 ms remain; v4 `extend()` by hand", "owner-checked script", "no"},
-	{"redis-semaphore", "redis-semaphore Mutex (npm)", "5.8.0", ciRun, "`mutex:<key>`", "UUIDv4",
+	{"redis-semaphore", "redis-semaphore Mutex (npm)", "5.8.0", RunInCI, "`mutex:<key>`", "UUIDv4",
 		"10 s", "every 8 s while held", "owner-checked script", "no"},
-	{"microfleet-ioredis-lock", "@microfleet/ioredis-lock (npm)", "6.0.1", ciRun, "any", "UUIDv4",
+	{"microfleet-ioredis-lock", "@microfleet/ioredis-lock (npm)", "6.0.1", RunInCI, "any", "UUIDv4",
 		"10 s", "`extend()` by hand", "owner-checked script", "no"},
-	{"node-redis-warlock", "node-redis-warlock (npm)", "1.0.2", ciRun, "`<key>:lock`", "base64 of UUIDv1 bytes (24 chars, `==`)",
+	{"node-redis-warlock", "node-redis-warlock (npm)", "1.0.2", RunInCI, "`<key>:lock`", "base64 of UUIDv1 bytes (24 chars, `==`)",
 		"given", "`touch()` by hand", "owner-checked script", "no"},
-	{"node-redis-lock", "redis-lock (npm)", "1.0.0", ciRun, "`lock.<name>`", "Unix ms expiry (13 digits)",
+	{"node-redis-lock", "redis-lock (npm)", "1.0.0", RunInCI, "`lock.<name>`", "Unix ms expiry (13 digits)",
 		"5 s", "no", "none: deletes if its own time has not passed", "no"},
-	{"redis-py", "redis-py `Lock` (Python, Debian python3-redis)", "4.3.4", ciRun, "any", "`uuid1().hex` (32 hex, time inside)",
+	{"redis-py", "redis-py `Lock` (Python, Debian python3-redis)", "4.3.4", RunInCI, "any", "`uuid1().hex` (32 hex, time inside)",
 		"none (timeout=None)", "`extend()` by hand", "owner-checked script", "no"},
-	{"laravel", "Laravel cache locks (PHP, php-illuminate-cache)", "8.83.26", ciRun, "`<cache prefix><name>`", "16 alphanumerics",
+	{"laravel", "Laravel cache locks (PHP, php-illuminate-cache)", "8.83.26", RunInCI, "`<cache prefix><name>`", "16 alphanumerics",
 		"none (seconds 0: SETNX)", "no", "owner-checked script", "no"},
 	{"python-redis-lock", "python-redis-lock (Python)", "4.0.0", "from source at tag v4.0.0", "`lock:<name>` (+ `lock-signal:<name>` after a release)", "base64 of 18 random bytes (24 chars, no `=`)",
 		"none (expire=None)", "auto_renewal: every expire×2/3", "owner-checked script", "no"},

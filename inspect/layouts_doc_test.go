@@ -74,7 +74,7 @@ func TestLayoutsDoc(t *testing.T) {
 		if !names[l.Name] {
 			t.Errorf("layout %q has a row but the detector never names it", l.Name)
 		}
-		if l.Verified != "run in CI" && !strings.HasPrefix(l.Verified, "from ") {
+		if l.Verified != inspect.RunInCI && !strings.HasPrefix(l.Verified, "from ") {
 			t.Errorf("layout %q: verified %q is neither run in CI nor from source", l.Name, l.Verified)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // reportDay is the day issue 20 read the values it quotes: values whose
@@ -269,5 +271,23 @@ func TestFixtures(t *testing.T) {
 				fx.check(t, l)
 			}
 		})
+	}
+}
+
+// TestSiblingProbeRefused: an ACL scoped to the lock and lockctl's default
+// counter refuses the seed platform's sibling; that probe then counts as
+// absent (NO_FENCE), not as a read error that stops the inspect.
+func TestSiblingProbeRefused(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	must(t, admin.Set(ctx, "App:{x}:Job:Lease", "5:9f1c2d3e4b5a69788796a5b4c3d2e1f0", time.Minute).Err())
+	must(t, admin.Set(ctx, "App:{x}:Job:FencingToken", 5, 0).Err())
+	must(t, admin.Do(ctx, "acl", "setuser", "scoped", "on", ">scoped-pass", "~*:Lease", "~*:fence", "+@read", "+@connection").Err())
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "scoped", Password: "scoped-pass"})
+	t.Cleanup(func() { _ = c.Close() })
+	l := readOne(t, c, "App:{x}:Job:Lease", inspect.Options{})
+	if l.Layout.Name != "lockctl" || !hasFinding(l, inspect.FindingNoFence) {
+		t.Errorf("layout %+v findings %s", l.Layout, codes(l))
 	}
 }

@@ -321,7 +321,9 @@ func (q *round2) decodeItems(vals []Value) error {
 func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 	for _, c := range companions(k, v, q.r.Options) {
 		ck := c.Key
-		strict := c.Role == RoleFence && v.Type == "string"
+		// The seed platform's sibling counter is a probe unless configured.
+		probe := ck == microiSibling(k) && ck != q.r.Options.fenceKey(k)
+		strict := c.Role == RoleFence && !probe && v.Type == "string"
 		if cc, ok := q.comps[ck]; ok {
 			cc.strict = cc.strict || strict
 			continue

@@ -42,7 +42,8 @@ type connSettings struct {
 // (docs/connecting.md).
 const connURLForms = "redis://[user[:password]@]host[:port][/db], rediss://... for TLS, " +
 	"redis+sentinel://[user[:password]@]host:port[,host:port...]/master[/db], " +
-	"redis+cluster://[user[:password]@]host:port[,host:port...]"
+	"redis+cluster://[user[:password]@]host:port[,host:port...], " +
+	"redis+redlock://[user[:password]@]host:port,host:port,host:port[,...][/db] (inspect and watch)"
 
 // connSettings reads the connection settings from f's configuration.
 func (f *Factory) connSettings() (connSettings, error) {
@@ -284,7 +285,7 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 	}
 	parse, hosts := raw, ""
 	scheme, _, _ := strings.Cut(strings.ToLower(raw), "://")
-	multi := strings.HasSuffix(scheme, "+sentinel") || strings.HasSuffix(scheme, "+cluster")
+	multi := strings.HasSuffix(scheme, "+sentinel") || strings.HasSuffix(scheme, "+cluster") || strings.HasSuffix(scheme, "+redlock")
 	if multi {
 		// url.Parse reads the host list as one host, and refuses it when
 		// one is an IPv6 literal ([::1]:26379,[::2]:26379): parse the URL
@@ -331,6 +332,8 @@ func urlOptions(raw string, cluster bool) (*redis.UniversalOptions, error) {
 		uo, err = sentinelURLOptions(u)
 	case "redis+cluster", "rediss+cluster":
 		uo, err = clusterURLOptions(u, true)
+	case "redis+redlock", "rediss+redlock": // Factory.Redlock reads these; other commands need one lock service
+		return nil, fmt.Errorf("redis URL %q names independent Redlock nodes: only inspect and watch read them; this command needs one server, a Sentinel primary or a cluster", shown)
 	case "redis", "rediss":
 		switch {
 		case u.Query().Has("master_name"):

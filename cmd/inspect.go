@@ -48,6 +48,9 @@ type InspectOptions struct {
 	FailOn      string
 	LeaseCap    time.Duration
 	ExpectOwner []byte
+	// Redlock, set for a redis+redlock:// URL, connects to every node
+	// (Factory.Redlock) instead of Redis.
+	Redlock func(ctx context.Context) (*RedlockConn, error)
 }
 
 // NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
@@ -98,6 +101,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			}
 			opts := &InspectOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(),
 				Values: args, Keys: keys, Search: search, Limit: limit, Pattern: pattern, Count: count}
+			if f.redlockConfigured() {
+				opts.Redlock = f.Redlock
+			}
 			if err := checkInspectArgs(opts); err != nil {
 				return err
 			}
@@ -279,6 +285,9 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 }
 
 func inspectRun(opts *InspectOptions) error {
+	if opts.Redlock != nil {
+		return redlockInspectRun(opts)
+	}
 	ctx := opts.Ctx
 	conn, err := opts.Redis(ctx)
 	if err != nil {

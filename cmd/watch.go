@@ -30,6 +30,8 @@ type WatchOptions struct {
 	Duration   time.Duration
 	RenewBound time.Duration
 	LeaseCap   time.Duration
+	// Redlock, set for a redis+redlock:// URL, connects to every node.
+	Redlock func(ctx context.Context) (*RedlockConn, error)
 }
 
 // NewCmdWatch returns `lockctl watch`; runF replaces the run function in tests.
@@ -67,6 +69,9 @@ with one line on stderr, before watch gives up with exit 3; so does a
 				return err
 			}
 			opts := &WatchOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Values: args, Keys: keys}
+			if f.redlockConfigured() {
+				opts.Redlock = f.Redlock
+			}
 			if len(args) == 0 && len(keys) == 0 {
 				return usageErrorf("give a VALUE (e.g. order-demo-001) or --key KEY")
 			}
@@ -106,6 +111,9 @@ with one line on stderr, before watch gives up with exit 3; so does a
 }
 
 func watchRun(opts *WatchOptions) error {
+	if opts.Redlock != nil {
+		return redlockWatchRun(opts)
+	}
 	conn, err := opts.Redis(opts.Ctx)
 	if err != nil {
 		return err
@@ -204,14 +212,19 @@ func watchEnd(opts *WatchOptions, ctx context.Context, conn *RedisConn, err erro
 
 // watchLine is the table format of one event.
 func watchLine(st *Styles, e inspect.Event) string {
-	word := e.Event
-	switch e.Event {
-	case inspect.EventTakeover, inspect.EventTTLJump, inspect.EventFenceBackwards:
-		word = st.Error.Render(word)
-	case inspect.EventRenewedPastBound, inspect.EventExpired:
-		word = st.Warn.Render(word)
-	case inspect.EventAcquired, inspect.EventRenewed, inspect.EventHeld:
-		word = st.OK.Render(word)
+	return e.At + " " + watchWord(st, e.Event) + " " + oneLineText(e.Key) + ": " + oneLineText(e.Message)
+}
+
+// watchWord is an event's name in its colour: red for what breaks mutual
+// exclusion, yellow for what deserves a look, green for a holder's progress.
+func watchWord(st *Styles, word string) string {
+	switch word {
+	case inspect.EventTakeover, inspect.EventTTLJump, inspect.EventFenceBackwards, inspect.EventQuorumLost, inspect.EventSplit:
+		return st.Error.Render(word)
+	case inspect.EventRenewedPastBound, inspect.EventExpired, inspect.EventNodeDown:
+		return st.Warn.Render(word)
+	case inspect.EventAcquired, inspect.EventRenewed, inspect.EventHeld, inspect.EventQuorumAcquired, inspect.EventQuorumHeld:
+		return st.OK.Render(word)
 	}
-	return e.At + " " + word + " " + oneLineText(e.Key) + ": " + oneLineText(e.Message)
+	return word
 }

@@ -1,0 +1,168 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/redis/go-redis/v9"
+)
+
+// Redlock node counts a redis+redlock:// URL may name (docs/redlock.md):
+// fewer than 3 has no majority that survives a node, more than 9 is no
+// deployment the Redlock implementations document.
+const (
+	redlockMinNodes = 3
+	redlockMaxNodes = 9
+)
+
+// redlockForm is the accepted form, for errors.
+const redlockForm = "redis+redlock://[user[:password]@]host:port,host:port,host:port[,...][/db] (3 to 9 nodes; rediss+redlock:// for TLS)"
+
+// isRedlockURL reports whether raw is a redis+redlock:// or rediss+redlock:// URL.
+func isRedlockURL(raw string) bool {
+	scheme, _, ok := strings.Cut(strings.ToLower(raw), "://")
+	return ok && (scheme == "redis+redlock" || scheme == "rediss+redlock")
+}
+
+// redlockNodeURLs splits a redis+redlock:// URL into one redis:// (or
+// rediss://) URL per node, with the same credentials, database and options,
+// and the nodes' host:port as written. Errors quote the URL redacted and
+// say what is accepted: a host without a port, fewer than 3 or more than 9
+// nodes, a node named twice.
+func redlockNodeURLs(raw string) (urls, addrs []string, err error) {
+	shown := RedactURL(raw)
+	parse, hosts := cutHosts(raw)
+	u, err := url.Parse(parse)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis URL %q does not parse: %v; accepted: %s", shown, urlErrorReason(err), redlockForm)
+	}
+	seen := map[string]int{}
+	for i, h := range strings.Split(hosts, ",") {
+		hu, err := url.Parse("redis://" + h)
+		if h == "" || err != nil || hu.Port() == "" {
+			return nil, nil, fmt.Errorf("redis URL %q: node %d %q is not host:port; accepted: %s", shown, i+1, h, redlockForm)
+		}
+		key := strings.ToLower(net.JoinHostPort(hu.Hostname(), hu.Port()))
+		if first, dup := seen[key]; dup {
+			return nil, nil, fmt.Errorf("redis URL %q: node %s is named twice (nodes %d and %d); each Redlock node must be a different server", shown, h, first, i+1)
+		}
+		seen[key] = i + 1
+		addrs = append(addrs, h)
+	}
+	if n := len(addrs); n < redlockMinNodes || n > redlockMaxNodes {
+		return nil, nil, fmt.Errorf("redis URL %q names %d nodes; Redlock needs %d to %d independent nodes (odd counts: 3, 5, 7, 9); accepted: %s", shown, n, redlockMinNodes, redlockMaxNodes, redlockForm)
+	}
+	for _, h := range addrs {
+		nu := *u
+		nu.Scheme, nu.Host = strings.TrimSuffix(strings.ToLower(u.Scheme), "+redlock"), h
+		urls = append(urls, nu.String())
+	}
+	return urls, addrs, nil
+}
+
+// RedlockConn is a connection to every node of a Redlock deployment.
+type RedlockConn struct {
+	Nodes []inspect.Node
+	// URL is the redacted URL, safe to print.
+	URL     string
+	Timeout time.Duration
+	clients []*redis.Client
+	scrub   func(string) string
+}
+
+// errText is err on one line with the connection's secrets masked.
+func (c *RedlockConn) errText(err error) string {
+	return (&RedisConn{scrub: c.scrub}).errLine(err)
+}
+
+// Close closes every node's client.
+func (c *RedlockConn) Close() error {
+	for _, cl := range c.clients {
+		_ = cl.Close()
+	}
+	return nil
+}
+
+// redlockConfigured reports whether the configured URL is a redis+redlock:// one.
+func (f *Factory) redlockConfigured() bool {
+	return isRedlockURL(f.Config.GetString(keyRedisURL))
+}
+
+// Redlock connects to every node of a redis+redlock:// URL (docs/redlock.md)
+// with the usual settings (password from the URL, redis.password, then
+// REDISCLI_AUTH; TLS for rediss+redlock://; --timeout) and PINGs them all at
+// once. A node that does not answer is kept: inspect and watch show it as
+// unreachable. Bad settings are exit 2; no node answering is exit 3. An even
+// node count gets one note on stderr.
+func (f *Factory) Redlock(ctx context.Context) (*RedlockConn, error) {
+	s, err := f.connSettings()
+	if err != nil {
+		return nil, err
+	}
+	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
+	f.secrets = append(f.secrets, s.Password, os.Getenv(redisCLIAuth))
+	shown := RedactURL(s.URL)
+	if s.Cluster || len(s.SentinelAddrs) > 0 || s.MasterName != "" {
+		return nil, usageErrorf("a redis+redlock:// URL names independent servers: it cannot be combined with --cluster, --sentinel or --master-name")
+	}
+	urls, addrs, err := redlockNodeURLs(s.URL)
+	if err != nil {
+		return nil, usageErrorf("%s", f.scrub(err.Error()))
+	}
+	conn := &RedlockConn{URL: shown, Timeout: s.Timeout, scrub: f.scrub}
+	for i, nu := range urls {
+		ns := s
+		ns.URL = nu
+		opt, err := redisOptions(ns)
+		if err != nil {
+			conn.Close()
+			return nil, usageErrorf("%s", f.scrub(strings.Replace(err.Error(), RedactURL(nu), shown, 1)))
+		}
+		cl := redis.NewClient(opt.Simple())
+		conn.clients = append(conn.clients, cl)
+		conn.Nodes = append(conn.Nodes, inspect.Node{Addr: addrs[i], Client: cl})
+	}
+	if n := len(addrs); n%2 == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "lockctl: note: %d Redlock nodes need %d for a majority and survive %d down, as %d nodes would; an odd count (%d) survives one more\n",
+			n, inspect.Majority(n), n-inspect.Majority(n), n-1, n+1)
+	}
+	if err := conn.pingAll(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	f.warnPasswordFlag()
+	return conn, nil
+}
+
+// pingAll PINGs every node at once within the timeout; it fails (exit 3,
+// naming the first node's error) only when no node answers.
+func (c *RedlockConn) pingAll(ctx context.Context) error {
+	errs := make([]error, len(c.clients))
+	var wg sync.WaitGroup
+	for i, cl := range c.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, c.Timeout)
+			defer cancel()
+			errs[i] = cl.Ping(pctx).Err()
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, err := range errs {
+		if err == nil {
+			return nil
+		}
+	}
+	return redisError(c.URL, fmt.Errorf("no node answered; node %s: %s", c.Nodes[0].Addr, c.errText(errs[0])))
+}

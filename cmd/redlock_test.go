@@ -1,0 +1,285 @@
+package cmd_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+// redlockNodes starts n redis-servers at once and returns them with the
+// redis+redlock:// URL naming them all.
+func redlockNodes(t *testing.T, n int) ([]*redistest.Server, string) {
+	t.Helper()
+	nodes := make([]*redistest.Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = redistest.Launch()
+		}()
+	}
+	wg.Wait()
+	addrs := make([]string, n)
+	for i, s := range nodes {
+		if s != nil {
+			t.Cleanup(s.Stop)
+			addrs[i] = s.Addr
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes, "redis+redlock://" + strings.Join(addrs, ",") + "/0"
+}
+
+// redlockToken is a value as redsync's genValue makes it: 16 random bytes,
+// base64.
+func redlockToken(t *testing.T) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// acquireOn writes what redsync and node-redlock write on each node they
+// take: SET key value NX PX lease.
+func acquireOn(t *testing.T, nodes []*redistest.Server, idx []int, key, value string, lease time.Duration) {
+	t.Helper()
+	for _, i := range idx {
+		ok, err := nodes[i].Client(t).SetNX(bg, key, value, lease).Result()
+		if err != nil || !ok {
+			t.Fatalf("SET %s NX PX on node %d: %v %v", key, i, ok, err)
+		}
+	}
+}
+
+// quorumOf runs inspect over the nodes and returns the one lock's report.
+func quorumOf(t *testing.T, url string, key string, wantCode int) inspect.QuorumLock {
+	t.Helper()
+	p, code := runLockctl(t, url, "inspect", "--key", key, "-o", "json")
+	if code != wantCode {
+		t.Fatalf("inspect %s: exit %d, want %d; stderr %s", key, code, wantCode, p.stderr.String())
+	}
+	var rep inspect.QuorumReport
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); err != nil || len(rep.Locks) != 1 {
+		t.Fatalf("inspect %s: %v\n%s", key, err, p.stdout.String())
+	}
+	return rep.Locks[0]
+}
+
+func codes(l inspect.QuorumLock) []string {
+	var out []string
+	for _, f := range l.Findings {
+		out = append(out, f.Code)
+	}
+	return out
+}
+
+func wantCodes(t *testing.T, l inspect.QuorumLock, want, not []string) {
+	t.Helper()
+	got := codes(l)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s: findings %v lack %s", l.Key, got, w)
+		}
+	}
+	for _, w := range not {
+		if slices.Contains(got, w) {
+			t.Errorf("%s: findings %v have %s", l.Key, got, w)
+		}
+	}
+}
+
+// TestRedlockInspect writes quorum, split, minority and skewed locks on 5
+// real servers as redsync does, inspects them (keys and --pattern), checks
+// no write command reached a node, then stops nodes one by one.
+func TestRedlockInspect(t *testing.T) {
+	t.Parallel()
+	nodes, url := redlockNodes(t, 5)
+	a, b := redlockToken(t), redlockToken(t)
+	acquireOn(t, nodes, []int{0, 1, 2}, "rl:quorum", a, 30*time.Second)
+	acquireOn(t, nodes, []int{0, 1}, "rl:split", a, 30*time.Second)
+	acquireOn(t, nodes, []int{2, 3}, "rl:split", b, 30*time.Second)
+	acquireOn(t, nodes, []int{0, 1}, "rl:minority", a, 30*time.Second)
+	acquireOn(t, nodes, []int{0, 1, 2}, "rl:skew", a, 30*time.Second)
+	acquireOn(t, nodes, []int{3}, "rl:skew", a, 10*time.Second) // a clock that jumped on node 3
+	acquireOn(t, nodes, []int{4}, "rl:only4", b, 30*time.Second)
+	for _, n := range nodes {
+		if err := n.Client(t).ConfigResetStat(bg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	q := quorumOf(t, url, "rl:quorum", 0)
+	if q.Quorum.Owner == nil || *q.Quorum.Owner != a || q.Quorum.Held != 3 || q.Quorum.Nodes != 5 || q.Quorum.State != inspect.QuorumHeld {
+		t.Errorf("quorum: %+v", q.Quorum)
+	}
+	// Validity: the 3rd largest of three ~30s PTTLs minus 302ms of drift.
+	// The lease is taken as the largest PTTL read (a few ms under 30s).
+	if v := q.Quorum.ValidityMS; v == nil || *v > 30000-301 || *v < 25000 || q.Quorum.DriftMS < 290 || q.Quorum.DriftMS > 302 {
+		t.Errorf("validity %v drift %d", v, q.Quorum.DriftMS)
+	}
+	if len(q.Nodes) != 5 || !q.Nodes[0].Exists || q.Nodes[0].Owner != a || q.Nodes[3].Exists || q.Nodes[3].PTTLMS != -2 {
+		t.Errorf("nodes: %+v", q.Nodes)
+	}
+	wantCodes(t, q, nil, []string{"NO_QUORUM", "SPLIT_OWNERS", "MINORITY_HOLDER", "TTL_SKEW", "NODE_UNREACHABLE"})
+
+	s := quorumOf(t, url, "rl:split", 0)
+	if s.Quorum.Owner != nil || s.Quorum.State != inspect.QuorumSplit || s.Quorum.Held != 2 || s.Quorum.ValidityMS != nil {
+		t.Errorf("split: %+v", s.Quorum)
+	}
+	wantCodes(t, s, []string{"NO_QUORUM", "SPLIT_OWNERS"}, []string{"MINORITY_HOLDER"})
+
+	m := quorumOf(t, url, "rl:minority", 0)
+	if m.Quorum.Owner != nil || m.Quorum.State != inspect.QuorumNoQuorum || m.Quorum.Held != 2 {
+		t.Errorf("minority: %+v", m.Quorum)
+	}
+	wantCodes(t, m, []string{"NO_QUORUM", "MINORITY_HOLDER"}, []string{"SPLIT_OWNERS"})
+
+	k := quorumOf(t, url, "rl:skew", 0)
+	if k.Quorum.Held != 4 || k.Quorum.State != inspect.QuorumHeld {
+		t.Errorf("skew: %+v", k.Quorum)
+	}
+	wantCodes(t, k, []string{"TTL_SKEW"}, []string{"NO_QUORUM"})
+
+	// --fail-on error: exit 1 for the split, whose NO_QUORUM is an error.
+	if p, code := runLockctl(t, url, "inspect", "--key", "rl:split", "--fail-on", "error"); code != 1 {
+		t.Errorf("--fail-on error on a split: exit %d; %s", code, p.stderr.String())
+	}
+	// --owner: the owner of a minority does not hold the lock.
+	if p, code := runLockctl(t, url, "inspect", "--key", "rl:minority", "--owner", a); code != 1 {
+		t.Errorf("--owner on a minority: exit %d; %s", code, p.stdout.String())
+	}
+	if p, code := runLockctl(t, url, "inspect", "--key", "rl:quorum", "--owner", a); code != 0 {
+		t.Errorf("--owner on the quorum: exit %d; %s", code, p.stdout.String())
+	}
+
+	p, code := runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "json")
+	if code != 0 {
+		t.Fatalf("--pattern: exit %d; %s", code, p.stderr.String())
+	}
+	var rep inspect.QuorumReport
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, l := range rep.Locks {
+		keys = append(keys, l.Key)
+	}
+	if want := []string{"rl:minority", "rl:only4", "rl:quorum", "rl:skew", "rl:split"}; !slices.Equal(keys, want) {
+		t.Errorf("--pattern merged %v, want %v", keys, want)
+	}
+
+	p, code = runLockctl(t, url, "inspect", "--key", "rl:split")
+	if out := p.stdout.String(); code != 0 || !strings.Contains(out, "  "+nodes[2].Addr+"  ") || !strings.Contains(out, "split") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+
+	// Read-only: no node saw a command that writes.
+	for i, n := range nodes {
+		stats := n.Client(t).Info(bg, "commandstats").Val()
+		for _, w := range []string{"cmdstat_set:", "cmdstat_del:", "cmdstat_pexpire:", "cmdstat_eval", "cmdstat_incr"} {
+			if strings.Contains(stats, w) {
+				t.Errorf("node %d saw %s", i, w)
+			}
+		}
+	}
+
+	// One node down: the quorum is counted on the four that answer.
+	nodes[4].Stop()
+	q = quorumOf(t, url, "rl:quorum", 0)
+	if q.Quorum.Held != 3 || q.Quorum.Answered != 4 || q.Quorum.State != inspect.QuorumHeld || q.Nodes[4].Error == "" {
+		t.Errorf("one node down: %+v %+v", q.Quorum, q.Nodes[4])
+	}
+	wantCodes(t, q, []string{"NODE_UNREACHABLE"}, []string{"NO_QUORUM"})
+	p, _ = runLockctl(t, url, "inspect", "--key", "rl:quorum")
+	if out := p.stdout.String(); !strings.Contains(out, "3/5 (4 up)") || !strings.Contains(out, "down") {
+		t.Errorf("table with a node down:\n%s", out)
+	}
+	// A second node, a holder, goes: 2 of 5 is no quorum (go-redsync/redsync#186).
+	nodes[0].Stop()
+	q = quorumOf(t, url, "rl:quorum", 0)
+	if q.Quorum.Owner != nil || q.Quorum.Held != 2 || q.Quorum.Answered != 3 {
+		t.Errorf("two nodes down: %+v", q.Quorum)
+	}
+	wantCodes(t, q, []string{"NO_QUORUM", "MINORITY_HOLDER", "NODE_UNREACHABLE"}, nil)
+}
+
+// TestRedlockWatch follows one key over 5 real servers through a quorum
+// acquired, lost, taken by another owner with a split, and a node stopped.
+func TestRedlockWatch(t *testing.T) {
+	t.Parallel()
+	nodes, url := redlockNodes(t, 5)
+	w := startWatch(t, []string{"LOCKCTL_REDIS_URL=" + url}, "watch", "--key", "rl:w", "--interval", "20ms", "--timeout", "1s", "-o", "jsonl")
+	w.waitFor(t, inspect.EventQuorumFree, 10*time.Second)
+	a, b := redlockToken(t), redlockToken(t)
+	acquireOn(t, nodes, []int{0, 1, 2}, "rl:w", a, 30*time.Second)
+	if e := w.waitFor(t, inspect.EventQuorumAcquired, 5*time.Second); e.Owner != a {
+		t.Errorf("QUORUM_ACQUIRED by %q, want %q", e.Owner, a)
+	}
+	for _, i := range []int{0, 1} {
+		nodes[i].Client(t).Del(bg, "rl:w")
+	}
+	w.waitFor(t, inspect.EventQuorumLost, 5*time.Second)
+	acquireOn(t, nodes, []int{0, 1, 3}, "rl:w", b, 30*time.Second)
+	w.waitFor(t, inspect.EventSplit, 5*time.Second)
+	nodes[3].Stop()
+	w.waitFor(t, inspect.EventNodeDown, 5*time.Second)
+	w.waitFor(t, inspect.EventQuorumLost, 5*time.Second)
+	if code := w.stop(t); code != 130 {
+		t.Errorf("watch after Ctrl-C: exit %d; stderr %s", code, w.stderr())
+	}
+	var acquired []string
+	for _, e := range w.seen {
+		if e.Event == inspect.EventAcquired {
+			acquired = append(acquired, e.Owner)
+		}
+	}
+	if len(acquired) != 6 { // a on 0, 1, 2, then b on 0, 1, 3: each node's own event
+		t.Errorf("per-node ACQUIRED events %d, want 6: %+v", len(acquired), w.seen)
+	}
+}
+
+// TestRedlockBadURL: a redis+redlock:// URL with fewer than 3 nodes, too
+// many, a duplicate or a host without a port is one line and exit 2, with
+// no password in it; an even count is accepted with a note.
+func TestRedlockBadURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, want string }{
+		{"redis+redlock://u:s3cr%2Fet@127.0.0.1:1,127.0.0.1:2/0", "names 2 nodes; Redlock needs 3 to 9"},
+		{"redis+redlock://u:s3cr%2Fet@127.0.0.1:1,127.0.0.1:2,127.0.0.1:1/0", "node 127.0.0.1:1 is named twice (nodes 1 and 3)"},
+		{"redis+redlock://h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9,h:10", "names 10 nodes"},
+		{"redis+redlock://u:s3cr%2Fet@127.0.0.1:1,127.0.0.1,127.0.0.1:3/0", `node 2 "127.0.0.1" is not host:port`},
+	} {
+		p, code := runLockctl(t, c.url, "inspect", "--key", "k")
+		out := p.stdout.String() + p.stderr.String()
+		first, _, _ := strings.Cut(out, "\n") // then the usage hint every exit-2 error gets
+		if code != 2 || !strings.Contains(first, c.want) || strings.Contains(out, "s3cr") {
+			t.Errorf("%s: exit %d, want 2 and one line with %q:\n%s", c.url, code, c.want, out)
+		}
+	}
+	url := "redis+redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3/0"
+	if p, code := runLockctl(t, url, "inspect", "--key", "k", "--cluster"); code != 2 || !strings.Contains(p.stderr.String(), "cannot be combined") {
+		t.Errorf("--cluster: exit %d; %s", code, p.stderr.String())
+	}
+	if p, code := runLockctl(t, url, "unlock", "k", "--owner", "x"); code != 2 || !strings.Contains(p.stderr.String(), "only inspect and watch") {
+		t.Errorf("unlock: exit %d; %s", code, p.stderr.String())
+	}
+	p, code := runLockctl(t, "redis+redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4/0", "inspect", "--key", "k", "--timeout", "1s")
+	if code != 3 || !strings.Contains(p.stderr.String(), "note: 4 Redlock nodes need 3 for a majority") || !strings.Contains(p.stderr.String(), "no node answered") {
+		t.Errorf("4 nodes, none up: exit %d; %s", code, p.stderr.String())
+	}
+}

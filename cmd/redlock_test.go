@@ -244,12 +244,12 @@ func TestRedlockWatch(t *testing.T) {
 	}
 	var acquired []string
 	for _, e := range w.seen {
-		if e.Event == inspect.EventAcquired {
+		if e.Event == inspect.EventAcquired || e.Event == inspect.EventTakeover { // a DEL then SET between two samples
 			acquired = append(acquired, e.Owner)
 		}
 	}
 	if len(acquired) != 6 { // a on 0, 1, 2, then b on 0, 1, 3: each node's own event
-		t.Errorf("per-node ACQUIRED events %d, want 6: %+v", len(acquired), w.seen)
+		t.Errorf("per-node ACQUIRED or TAKEOVER events %d, want 6: %+v", len(acquired), w.seen)
 	}
 }
 

@@ -26,7 +26,7 @@ func init() {
 	reasons[FindingSplitOwners] = "competing acquires each took some nodes: the losers' keys block retries until they expire (redsync and node-redlock release them only when they notice)"
 	reasons[FindingMinorityHolder] = "a failed acquire that was not released, or nodes that lost the key (a restart without persistence): the holder must not act on it"
 	reasons[FindingTTLSkew] = "the same acquire set the same PX everywhere: a larger gap means a node's clock jumped or one SET arrived late, and the lock ends on a majority earlier than its holder computed"
-	reasons[FindingNodeUnreachable] = "the quorum is counted on the nodes that answered: one more lost node may end it"
+	reasons[FindingNodeUnreachable] = "a majority is still needed out of all N nodes: with one fewer, losing one more holder may end the lock"
 }
 
 // Node is one independent Redis server of a Redlock deployment.
@@ -176,6 +176,11 @@ type QuorumOptions struct {
 	// nil uses err.Error().
 	ErrorText func(error) string
 }
+
+// skewFloorMS is the least TTL_SKEW allowance: the drift of a lease nearly
+// run out (taken from what is left) would flag the few ms an acquire takes
+// between nodes; 50ms is watch's sampling tolerance.
+const skewFloorMS = 50
 
 // Majority is the number of nodes a Redlock owner needs out of n: n/2+1.
 func Majority(n int) int { return n/2 + 1 }
@@ -346,13 +351,14 @@ func (q *QuorumLock) quorumFindings(owners []*ownerCount, reads []NodeRead, i in
 		l.add(FindingMinorityHolder, SeverityWarning, "%s holds %d of %d nodes, under the majority of %d", short(owners[0].shown), len(owners[0].nodes), qu.Nodes, qu.Majority)
 	}
 	for _, o := range owners {
-		if gap, ok := skew(o, reads, i); ok && gap > DriftMS(maxPTTL(o, reads, i)) {
-			l.add(FindingTTLSkew, SeverityWarning, "%s's keys end %dms apart across its %d nodes, over the %dms drift allowance", short(o.shown), gap, len(o.nodes), DriftMS(maxPTTL(o, reads, i)))
+		allow := max(DriftMS(maxPTTL(o, reads, i)), skewFloorMS)
+		if gap, ok := skew(o, reads, i); ok && gap > allow {
+			l.add(FindingTTLSkew, SeverityWarning, "%s's keys end %dms apart across its %d nodes, over the %dms allowed", short(o.shown), gap, len(o.nodes), allow)
 		}
 	}
 	for j, nv := range q.Nodes {
 		if nv.Error != "" {
-			l.add(FindingNodeUnreachable, SeverityWarning, "node %s did not answer (%s): the quorum counts the %d of %d that did", reads[j].Addr, nv.Error, qu.Answered, qu.Nodes)
+			l.add(FindingNodeUnreachable, SeverityWarning, "node %s did not answer (%s); the quorum counts the %d of %d that did", reads[j].Addr, nv.Error, qu.Answered, qu.Nodes)
 		}
 	}
 }

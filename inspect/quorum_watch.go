@@ -111,6 +111,8 @@ func (d *QuorumDiffer) quorumEvents(ql QuorumLock, reads []NodeRead) []QuorumEve
 	switch {
 	case first && owner != "":
 		out = append(out, ev(EventQuorumHeld, "held by %s on %s", owner, counted))
+	case first && qu.Held == 0:
+		out = append(out, ev(EventQuorumFree, "no node holds it (%d of %d answered)", qu.Answered, qu.Nodes))
 	case first:
 		out = append(out, ev(EventQuorumFree, "no owner on a majority: most held %s", counted))
 	case owner != "" && prevOwner == "":

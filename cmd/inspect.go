@@ -84,6 +84,11 @@ primary of a cluster), one row per lock sorted by remaining TTL plus a
 summary; -o jsonl streams one lock per line. Ctrl-C stops a scan cleanly
 with what was read.
 
+Over a redis+redlock:// URL (3 to 9 independent nodes) every node is read at
+once: per key one row with the quorum (owner on a majority, nodes holding it,
+validity) and its nodes beneath, and the findings NO_QUORUM SPLIT_OWNERS
+MINORITY_HOLDER TTL_SKEW NODE_UNREACHABLE (docs/redlock.md).
+
 Read-only: only TYPE, PTTL, PEXPIRETIME, OBJECT IDLETIME, STRLEN, GETRANGE,
 HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 		Example: `  lockctl inspect order-demo-001

@@ -55,6 +55,11 @@ print one line per event:
   FENCE_BACKWARDS      the fencing counter decreased
   RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
 
+Over a redis+redlock:// URL each node's events name the node, NODE_DOWN and
+NODE_UP say when one stops or starts answering, and the quorum has its own:
+QUORUM_HELD / QUORUM_FREE at the first sample, QUORUM_ACQUIRED, QUORUM_LOST
+and SPLIT (docs/redlock.md).
+
 -o jsonl prints one JSON object per event. Read-only: each sample is the
 same pipelined reads as inspect. A sample that fails (a dropped connection,
 a Sentinel failover, a cluster resharding) is retried for up to --timeout,

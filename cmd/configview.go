@@ -144,7 +144,7 @@ func (f *Factory) settingProblems() map[string]string {
 	}
 	// The connection settings as a whole (URL, Sentinel, TLS files), as
 	// every command that connects checks them: shown on redis.url.
-	if _, _, _, err := f.redisSettings(); err != nil && out[keyRedisTimeout] == "" {
+	if err := f.checkConnSettings(); err != nil && out[keyRedisTimeout] == "" {
 		out[keyRedisURL] = err.Error()
 	}
 	if _, err := f.keySpecSetting(false); err != nil {

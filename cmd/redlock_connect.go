@@ -95,6 +95,48 @@ func (f *Factory) redlockConfigured() bool {
 	return isRedlockURL(f.Config.GetString(keyRedisURL))
 }
 
+// redlockOptions checks the settings of a redis+redlock:// URL without
+// connecting and returns each node's client options, its address and the
+// redacted URL, or the exit-2 error (secrets scrubbed).
+func (f *Factory) redlockOptions() ([]*redis.Options, []string, connSettings, error) {
+	s, err := f.connSettings()
+	if err != nil {
+		return nil, nil, s, err
+	}
+	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
+	f.secrets = append(f.secrets, s.Password, os.Getenv(redisCLIAuth))
+	if s.Cluster || len(s.SentinelAddrs) > 0 || s.MasterName != "" {
+		return nil, nil, s, usageErrorf("a redis+redlock:// URL names independent servers: it cannot be combined with --cluster, --sentinel or --master-name")
+	}
+	urls, addrs, err := redlockNodeURLs(s.URL)
+	if err != nil {
+		return nil, nil, s, usageErrorf("%s", f.scrub(err.Error()))
+	}
+	opts := make([]*redis.Options, len(urls))
+	for i, nu := range urls {
+		ns := s
+		ns.URL = nu
+		opt, err := redisOptions(ns)
+		if err != nil {
+			return nil, nil, s, usageErrorf("%s", f.scrub(strings.Replace(err.Error(), RedactURL(nu), RedactURL(s.URL), 1)))
+		}
+		opts[i] = opt.Simple()
+	}
+	return opts, addrs, s, nil
+}
+
+// checkConnSettings checks the connection settings as the commands that
+// connect would (config view): a redis+redlock:// URL as inspect reads it,
+// any other as Redis does.
+func (f *Factory) checkConnSettings() error {
+	if f.redlockConfigured() {
+		_, _, _, err := f.redlockOptions()
+		return err
+	}
+	_, _, _, err := f.redisSettings()
+	return err
+}
+
 // Redlock connects to every node of a redis+redlock:// URL (docs/redlock.md)
 // with the usual settings (password from the URL, redis.password, then
 // REDISCLI_AUTH; TLS for rediss+redlock://; --timeout) and PINGs them all at
@@ -102,30 +144,13 @@ func (f *Factory) redlockConfigured() bool {
 // unreachable. Bad settings are exit 2; no node answering is exit 3. An even
 // node count gets one note on stderr.
 func (f *Factory) Redlock(ctx context.Context) (*RedlockConn, error) {
-	s, err := f.connSettings()
+	opts, addrs, s, err := f.redlockOptions()
 	if err != nil {
 		return nil, err
 	}
-	f.secrets = append(f.secrets, urlSecrets(s.URL)...)
-	f.secrets = append(f.secrets, s.Password, os.Getenv(redisCLIAuth))
-	shown := RedactURL(s.URL)
-	if s.Cluster || len(s.SentinelAddrs) > 0 || s.MasterName != "" {
-		return nil, usageErrorf("a redis+redlock:// URL names independent servers: it cannot be combined with --cluster, --sentinel or --master-name")
-	}
-	urls, addrs, err := redlockNodeURLs(s.URL)
-	if err != nil {
-		return nil, usageErrorf("%s", f.scrub(err.Error()))
-	}
-	conn := &RedlockConn{URL: shown, Timeout: s.Timeout, scrub: f.scrub}
-	for i, nu := range urls {
-		ns := s
-		ns.URL = nu
-		opt, err := redisOptions(ns)
-		if err != nil {
-			conn.Close()
-			return nil, usageErrorf("%s", f.scrub(strings.Replace(err.Error(), RedactURL(nu), shown, 1)))
-		}
-		cl := redis.NewClient(opt.Simple())
+	conn := &RedlockConn{URL: RedactURL(s.URL), Timeout: s.Timeout, scrub: f.scrub}
+	for i, o := range opts {
+		cl := redis.NewClient(o)
 		conn.clients = append(conn.clients, cl)
 		conn.Nodes = append(conn.Nodes, inspect.Node{Addr: addrs[i], Client: cl})
 	}

@@ -4,6 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -278,8 +282,74 @@ func TestRedlockBadURL(t *testing.T) {
 	if p, code := runLockctl(t, url, "unlock", "k", "--owner", "x"); code != 2 || !strings.Contains(p.stderr.String(), "only inspect and watch") {
 		t.Errorf("unlock: exit %d; %s", code, p.stderr.String())
 	}
+	// config view takes a good Redlock URL as inspect would: no error on redis.url.
+	if p, code := runLockctl(t, url, "config", "view"); code != 0 || strings.Contains(p.stdout.String()+p.stderr.String(), "only inspect and watch") {
+		t.Errorf("config view: exit %d\n%s%s", code, p.stdout.String(), p.stderr.String())
+	}
 	p, code := runLockctl(t, "redis+redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4/0", "inspect", "--key", "k", "--timeout", "1s")
 	if code != 3 || !strings.Contains(p.stderr.String(), "note: 4 Redlock nodes need 3 for a majority") || !strings.Contains(p.stderr.String(), "no node answered") {
 		t.Errorf("4 nodes, none up: exit %d; %s", code, p.stderr.String())
+	}
+}
+
+// lockctlEnv runs `lockctl args...` with env added to a clean HOME and
+// returns its exit code, stdout and stderr.
+func lockctlEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	home := t.TempDir()
+	c := exec.Command("lockctl", args...)
+	c.Env = append(os.Environ(), append([]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "NO_COLOR=1"}, env...)...)
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return c.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// TestRedlockTLSAndPassword: rediss+redlock:// reaches 3 TLS servers that
+// require a password, each verified against its own CA (one PEM file holding
+// the three), with the password from the environment or the URL, never shown.
+func TestRedlockTLSAndPassword(t *testing.T) {
+	t.Parallel()
+	const pw = "Redl0ck-pw"
+	var addrs []string
+	var cas []byte
+	for range 3 {
+		s := redistest.StartTLS(t, "--tls-auth-clients", "no", "--requirepass", pw)
+		addrs = append(addrs, s.Addr)
+		b, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cas = append(cas, b...)
+	}
+	caFile := filepath.Join(t.TempDir(), "cas.pem")
+	if err := os.WriteFile(caFile, cas, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := "rediss+redlock://" + strings.Join(addrs, ",") + "/0"
+	code, out, errOut := lockctlEnv(t, []string{"LOCKCTL_REDIS_URL=" + url, "LOCKCTL_REDIS_PASSWORD=" + pw}, "inspect", "--key", "k", "--tls-ca", caFile, "-o", "json")
+	var rep inspect.QuorumReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Locks) != 1 || rep.Locks[0].Quorum.Answered != 3 || rep.Locks[0].Quorum.State != inspect.QuorumFree {
+		t.Fatalf("TLS, password from the environment: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// In --redis: a warning, and the password nowhere in the output.
+	withPW := "rediss+redlock://:" + pw + "@" + strings.Join(addrs, ",") + "/0"
+	code, out, errOut = lockctlEnv(t, nil, "inspect", "--redis", withPW, "--key", "k", "--tls-ca", caFile)
+	if code != 0 || strings.Contains(out+errOut, pw) || !strings.Contains(errOut, "a password in --redis") {
+		t.Errorf("password in --redis: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// A wrong password: no node answers, exit 3, the password not shown.
+	code, out, errOut = lockctlEnv(t, []string{"LOCKCTL_REDIS_URL=" + url, "LOCKCTL_REDIS_PASSWORD=Wr0ng-pw"}, "inspect", "--key", "k", "--tls-ca", caFile)
+	if code != 3 || strings.Contains(out+errOut, "Wr0ng-pw") || !strings.Contains(errOut, "WRONGPASS") {
+		t.Errorf("wrong password: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Without the CAs: the certificates are checked (exit 3).
+	code, _, errOut = lockctlEnv(t, []string{"LOCKCTL_REDIS_URL=" + url, "LOCKCTL_REDIS_PASSWORD=" + pw}, "inspect", "--key", "k")
+	if code != 3 || !strings.Contains(errOut, "certificate") {
+		t.Errorf("no --tls-ca: exit %d; %s", code, errOut)
 	}
 }

@@ -187,6 +187,13 @@ func TestRedlockInspect(t *testing.T) {
 		t.Errorf("--pattern merged %v, want %v", keys, want)
 	}
 
+	// -o jsonl: one line per key (with its quorum), then the summary.
+	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "jsonl")
+	if lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n"); code != 0 || len(lines) != 6 ||
+		!strings.Contains(lines[0], `"quorum":`) || !strings.HasPrefix(lines[5], `{"summary":`) {
+		t.Errorf("jsonl: exit %d\n%s", code, p.stdout.String())
+	}
+
 	p, code = runLockctl(t, url, "inspect", "--key", "rl:split")
 	if out := p.stdout.String(); code != 0 || !strings.Contains(out, "  "+nodes[2].Addr+"  ") || !strings.Contains(out, "split") {
 		t.Errorf("table: exit %d\n%s", code, out)

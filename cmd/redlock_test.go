@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/internal/redistest"
 )
@@ -121,6 +124,15 @@ func TestRedlockInspect(t *testing.T) {
 	acquireOn(t, nodes, []int{0, 1, 2}, "rl:skew", a, 30*time.Second)
 	acquireOn(t, nodes, []int{3}, "rl:skew", a, 10*time.Second) // a clock that jumped on node 3
 	acquireOn(t, nodes, []int{4}, "rl:only4", b, 30*time.Second)
+	// redsync itself, over the five nodes: its mutex takes all five.
+	pools := make([]redsyncredis.Pool, len(nodes))
+	for i, n := range nodes {
+		pools[i] = goredis.NewPool(n.Client(t))
+	}
+	mu := redsync.New(pools...).NewMutex("rl:redsync", redsync.WithExpiry(20*time.Second))
+	if err := mu.Lock(); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range nodes {
 		if err := n.Client(t).ConfigResetStat(bg).Err(); err != nil {
 			t.Fatal(err)
@@ -140,6 +152,11 @@ func TestRedlockInspect(t *testing.T) {
 		t.Errorf("nodes: %+v", q.Nodes)
 	}
 	wantCodes(t, q, nil, []string{"NO_QUORUM", "SPLIT_OWNERS", "MINORITY_HOLDER", "TTL_SKEW", "NODE_UNREACHABLE"})
+
+	r := quorumOf(t, url, "rl:redsync", 0)
+	if r.Quorum.Owner == nil || *r.Quorum.Owner != mu.Value() || r.Quorum.Held != 5 || r.Layout.Name != "redsync" || r.Quorum.DriftMS > 202 {
+		t.Errorf("redsync's lock: %+v, layout %s", r.Quorum, r.Layout.Name)
+	}
 
 	s := quorumOf(t, url, "rl:split", 0)
 	if s.Quorum.Owner != nil || s.Quorum.State != inspect.QuorumSplit || s.Quorum.Held != 2 || s.Quorum.ValidityMS != nil {
@@ -183,14 +200,14 @@ func TestRedlockInspect(t *testing.T) {
 	for _, l := range rep.Locks {
 		keys = append(keys, l.Key)
 	}
-	if want := []string{"rl:minority", "rl:only4", "rl:quorum", "rl:skew", "rl:split"}; !slices.Equal(keys, want) {
+	if want := []string{"rl:minority", "rl:only4", "rl:quorum", "rl:redsync", "rl:skew", "rl:split"}; !slices.Equal(keys, want) {
 		t.Errorf("--pattern merged %v, want %v", keys, want)
 	}
 
 	// -o jsonl: one line per key (with its quorum), then the summary.
 	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "jsonl")
-	if lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n"); code != 0 || len(lines) != 6 ||
-		!strings.Contains(lines[0], `"quorum":`) || !strings.HasPrefix(lines[5], `{"summary":`) {
+	if lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n"); code != 0 || len(lines) != 7 ||
+		!strings.Contains(lines[0], `"quorum":`) || !strings.HasPrefix(lines[6], `{"summary":`) {
 		t.Errorf("jsonl: exit %d\n%s", code, p.stdout.String())
 	}
 

@@ -270,6 +270,7 @@ func AnalyzeQuorum(key string, i int, reads []NodeRead, opts QuorumOptions) Quor
 	if rep >= 0 {
 		q.Lock = reads[rep].Locks[i]
 		q.Lock.Findings = slices.Clone(q.Lock.Findings)
+		q.otherNodesFindings(rep, i, reads)
 	} else {
 		q.Lock = Lock{Key: key, KeyHex: HexIfNotUTF8(key), Type: "none", PTTLMS: -2, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: []Finding{}}
 	}
@@ -278,6 +279,22 @@ func AnalyzeQuorum(key string, i int, reads []NodeRead, opts QuorumOptions) Quor
 	}
 	q.quorumFindings(owners, reads, i)
 	return q
+}
+
+// otherNodesFindings adds the findings of the key on nodes other than rep
+// whose code rep's lock lacks (a NO_TTL on one node only), naming the node.
+func (q *QuorumLock) otherNodesFindings(rep, i int, reads []NodeRead) {
+	for j, r := range reads {
+		if j == rep || r.Err != nil || !r.Locks[i].Exists {
+			continue
+		}
+		for _, f := range r.Locks[i].Findings {
+			if !slices.ContainsFunc(q.Lock.Findings, func(g Finding) bool { return g.Code == f.Code }) {
+				f.Message = "on node " + r.Addr + ": " + f.Message
+				q.Lock.Findings = append(q.Lock.Findings, f)
+			}
+		}
+	}
 }
 
 func errorText(err error, opts QuorumOptions) string {
@@ -302,6 +319,9 @@ func shownOwner(l Lock) string {
 	return "(a " + l.Type + " with no owner token)"
 }
 
+// noExpiry stands for PTTL -1 when sorting: no expiry outlasts any TTL.
+const noExpiry = 1<<62 - 1
+
 // validity returns the drift allowance and the time left on the majority
 // for owner o: the majority-th largest PTTL among its nodes minus drift,
 // nil when it holds fewer nodes than that or that PTTL is not a TTL.
@@ -310,19 +330,21 @@ func validity(o *ownerCount, reads []NodeRead, i, majority int, leaseMS int64) (
 	for _, j := range o.nodes {
 		p := reads[j].Locks[i].PTTLMS
 		if p == -1 {
-			p = 1<<62 - 1 // no expiry outlasts any TTL
+			p = noExpiry
 		}
 		pttls = append(pttls, p)
 	}
 	slices.SortFunc(pttls, func(a, b int64) int { return cmp.Compare(b, a) })
-	if leaseMS <= 0 {
-		leaseMS = max(pttls[0], 0)
-		if pttls[0] == 1<<62-1 {
-			leaseMS = 0
+	if leaseMS <= 0 { // the largest TTL read: a lower bound of the lease
+		for _, p := range pttls {
+			if p != noExpiry {
+				leaseMS = max(p, 0)
+				break
+			}
 		}
 	}
 	drift := DriftMS(leaseMS)
-	if len(pttls) < majority || pttls[majority-1] < 0 || pttls[majority-1] == 1<<62-1 {
+	if len(pttls) < majority || pttls[majority-1] < 0 || pttls[majority-1] == noExpiry {
 		return drift, nil
 	}
 	v := max(pttls[majority-1]-drift, 0)

@@ -97,6 +97,25 @@ func TestAnalyzeQuorum(t *testing.T) {
 	}
 }
 
+// TestQuorumOtherNodesFindings: a finding on a node other than the one the
+// key row is read from (a key left without a TTL there) is added, naming it.
+func TestQuorumOtherNodesFindings(t *testing.T) {
+	reads := quorumReads([]string{"tok-a", "tok-a", "tok-a"}, []int64{30000, 30000, -1})
+	q := AnalyzeQuorum("k", 0, reads, QuorumOptions{})
+	var msg string
+	for _, f := range q.Findings {
+		if f.Code == FindingNoTTL {
+			msg = f.Message
+		}
+	}
+	if msg != "on node n3:6379: no TTL (PTTL -1)" {
+		t.Errorf("NO_TTL on node 3: %q in %v", msg, findingCodes(q))
+	}
+	if *q.Quorum.ValidityMS != 30000-302 {
+		t.Errorf("validity with one key without TTL: %d", *q.Quorum.ValidityMS)
+	}
+}
+
 // TestDriftMS: 1% of the lease + 2ms, as redsync and the Redis docs compute it.
 func TestDriftMS(t *testing.T) {
 	for lease, want := range map[int64]int64{10000: 102, 30000: 302, 100: 3, 0: 2} {

@@ -176,6 +176,15 @@ func TestRedlockInspect(t *testing.T) {
 	}
 	wantCodes(t, k, []string{"TTL_SKEW"}, []string{"NO_QUORUM"})
 
+	// The URL from the config file's redis.url, as for any other URL.
+	cfg := filepath.Join(t.TempDir(), "lockctl.yaml")
+	if err := os.WriteFile(cfg, []byte("redis:\n  url: "+url+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := lockctlEnv(t, nil, "inspect", "--config", cfg, "--key", "rl:quorum", "-o", "yaml"); code != 0 || !strings.Contains(out, "state: held") {
+		t.Errorf("redis.url in the config file: exit %d\n%s%s", code, out, errOut)
+	}
+
 	// --fail-on error: exit 1 for the split, whose NO_QUORUM is an error.
 	if p, code := runLockctl(t, url, "inspect", "--key", "rl:split", "--fail-on", "error"); code != 1 {
 		t.Errorf("--fail-on error on a split: exit %d; %s", code, p.stderr.String())

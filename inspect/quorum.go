@@ -201,9 +201,10 @@ func NewQuorumReport(keys []string, reads []NodeRead, opts QuorumOptions) Quorum
 	return rep
 }
 
-// ownerCount is one owner's nodes.
+// ownerCount is one owner's nodes: id is the key's type and owner bytes
+// (hex), shown the owner as text.
 type ownerCount struct {
-	hex   string
+	id    string
 	shown string
 	nodes []int
 }
@@ -236,9 +237,9 @@ func AnalyzeQuorum(key string, i int, reads []NodeRead, opts QuorumOptions) Quor
 			firstExists = j
 		}
 		id := l.Type + ":" + l.OwnerHex
-		k := slices.IndexFunc(owners, func(o *ownerCount) bool { return o.hex == id })
+		k := slices.IndexFunc(owners, func(o *ownerCount) bool { return o.id == id })
 		if k < 0 {
-			owners = append(owners, &ownerCount{hex: id, shown: shownOwner(l)})
+			owners = append(owners, &ownerCount{id: id, shown: shownOwner(l)})
 			k = len(owners) - 1
 		}
 		owners[k].nodes = append(owners[k].nodes, j)

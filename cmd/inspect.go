@@ -49,8 +49,9 @@ type InspectOptions struct {
 	LeaseCap    time.Duration
 	ExpectOwner []byte
 	// Redlock, set for a redis+redlock:// URL, connects to every node
-	// (Factory.Redlock) instead of Redis.
-	Redlock func(ctx context.Context) (*RedlockConn, error)
+	// (Factory.Redlock) instead of Redis; RedlockLease is --lease (0: none).
+	Redlock      func(ctx context.Context) (*RedlockConn, error)
+	RedlockLease time.Duration
 }
 
 // NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
@@ -58,7 +59,7 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 	var keys []string
 	var search bool
 	var limit int
-	var pattern, failOn, owner string
+	var pattern, failOn, owner, lease string
 	var count int64
 	cmd := &cobra.Command{
 		Use:         "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
@@ -109,6 +110,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if f.redlockConfigured() {
 				opts.Redlock = f.Redlock
 			}
+			if opts.RedlockLease, err = f.redlockLease(lease); err != nil {
+				return err
+			}
 			if err := checkInspectArgs(opts); err != nil {
 				return err
 			}
@@ -153,6 +157,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning ("+failOnAliases+")")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&owner, "owner", "", "expected owner: the owner token (of a value <fence>:<owner>, the part after the colon; LOCKCTL_OWNER of run) or the whole stored value, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
+	addRedlockLeaseFlag(cmd, &lease)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/lockcore"
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 )
 
 // Redlock node counts a redis+redlock:// URL may name (docs/redlock.md):
@@ -190,4 +192,26 @@ func (c *RedlockConn) pingAll(ctx context.Context) error {
 		}
 	}
 	return redisError(c.URL, fmt.Errorf("no node answered; node %s: %s", c.Nodes[0].Addr, c.errText(errs[0])))
+}
+
+// addRedlockLeaseFlag adds --lease to inspect or watch: the lease a Redlock
+// client acquires with, for the drift allowance (docs/redlock.md).
+func addRedlockLeaseFlag(cmd *cobra.Command, lease *string) {
+	cmd.Flags().StringVar(lease, "lease", "", "over redis+redlock:// nodes: the lease the client acquires with (redsync WithExpiry, node-redlock's duration), for the drift allowance of 1% + 2ms (default: the largest TTL read)")
+}
+
+// redlockLease parses --lease: 0 when not given; exit 2 when it is no
+// positive duration, or given without a redis+redlock:// URL.
+func (f *Factory) redlockLease(lease string) (time.Duration, error) {
+	if lease == "" {
+		return 0, nil
+	}
+	if !f.redlockConfigured() {
+		return 0, usageErrorf("--lease %s is the lease of a Redlock lock: it needs a redis+redlock:// URL", lease)
+	}
+	d, err := lockcore.ParsePositiveDuration(lease)
+	if err != nil {
+		return 0, usageErrorf("lease %s", err)
+	}
+	return d, nil
 }

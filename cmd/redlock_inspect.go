@@ -55,7 +55,7 @@ func redlockInspectRun(opts *InspectOptions) error {
 			return redisError(conn.URL, fmt.Errorf("no node answered; node %s: %s", reads[0].Addr, conn.errText(reads[0].Err)))
 		}
 	}
-	rep := inspect.NewQuorumReport(keys, reads, inspect.QuorumOptions{ErrorText: conn.errText})
+	rep := inspect.NewQuorumReport(keys, reads, inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
 	for i := range rep.Locks {
 		if l := &rep.Locks[i]; l.OwnerCheck == "OWNED" && l.Quorum.State != inspect.QuorumHeld {
 			l.OwnerCheck = "NOT_OWNED" // the owner on a minority holds nothing

@@ -148,6 +148,12 @@ func TestRedlockInspect(t *testing.T) {
 	if v := q.Quorum.ValidityMS; v == nil || *v > 30000-301 || *v < 25000 || q.Quorum.DriftMS < 290 || q.Quorum.DriftMS > 302 {
 		t.Errorf("validity %v drift %d", v, q.Quorum.DriftMS)
 	}
+	// --lease gives the drift its lease: 1% of 30s + 2ms.
+	p, code := runLockctl(t, url, "inspect", "--key", "rl:quorum", "--lease", "30s", "-o", "json")
+	var leased inspect.QuorumReport
+	if err := json.Unmarshal(p.stdout.Bytes(), &leased); code != 0 || err != nil || leased.Locks[0].Quorum.DriftMS != 302 || leased.Locks[0].Quorum.LeaseMS != 30000 {
+		t.Errorf("--lease 30s: exit %d %v\n%s", code, err, p.stdout.String())
+	}
 	if len(q.Nodes) != 5 || !q.Nodes[0].Exists || q.Nodes[0].Owner != a || q.Nodes[3].Exists || q.Nodes[3].PTTLMS != -2 {
 		t.Errorf("nodes: %+v", q.Nodes)
 	}
@@ -197,7 +203,7 @@ func TestRedlockInspect(t *testing.T) {
 		t.Errorf("--owner on the quorum: exit %d; %s", code, p.stdout.String())
 	}
 
-	p, code := runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "json")
+	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "json")
 	if code != 0 {
 		t.Fatalf("--pattern: exit %d; %s", code, p.stderr.String())
 	}

@@ -36,7 +36,7 @@ func redlockWatchRun(opts *WatchOptions) error {
 	reader := newReader(iopts, &RedisConn{}, res.fences)
 	differs := make([]*inspect.QuorumDiffer, len(res.keys))
 	for i := range differs {
-		differs[i] = inspect.NewQuorumDiffer(len(conn.Nodes), inspect.WatchOptions{RenewBound: opts.RenewBound}, inspect.QuorumOptions{ErrorText: conn.errText})
+		differs[i] = inspect.NewQuorumDiffer(len(conn.Nodes), inspect.WatchOptions{RenewBound: opts.RenewBound}, inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
 	}
 	enc := json.NewEncoder(opts.IO.Out)
 	enc.SetEscapeHTML(false)

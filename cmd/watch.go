@@ -30,14 +30,16 @@ type WatchOptions struct {
 	Duration   time.Duration
 	RenewBound time.Duration
 	LeaseCap   time.Duration
-	// Redlock, set for a redis+redlock:// URL, connects to every node.
-	Redlock func(ctx context.Context) (*RedlockConn, error)
+	// Redlock, set for a redis+redlock:// URL, connects to every node;
+	// RedlockLease is --lease (0: none).
+	Redlock      func(ctx context.Context) (*RedlockConn, error)
+	RedlockLease time.Duration
 }
 
 // NewCmdWatch returns `lockctl watch`; runF replaces the run function in tests.
 func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	var keys []string
-	var interval, duration string
+	var interval, duration, lease string
 	cmd := &cobra.Command{
 		Use:         "watch [VALUE...] [--key KEY]...",
 		Annotations: outputFormats(watchFormats),
@@ -77,6 +79,9 @@ with one line on stderr, before watch gives up with exit 3; so does a
 			if f.redlockConfigured() {
 				opts.Redlock = f.Redlock
 			}
+			if opts.RedlockLease, err = f.redlockLease(lease); err != nil {
+				return err
+			}
 			if len(args) == 0 && len(keys) == 0 {
 				return usageErrorf("give a VALUE (e.g. order-demo-001) or --key KEY")
 			}
@@ -110,6 +115,7 @@ with one line on stderr, before watch gives up with exit 3; so does a
 	f.addLockCompletion(cmd)
 	fl.StringVar(&interval, "interval", "100ms", "time between samples")
 	fl.StringVar(&duration, "duration", "", "stop after this long from the connection, between samples (the first is always taken; default: until Ctrl-C)")
+	addRedlockLeaseFlag(cmd, &lease)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd

@@ -138,9 +138,12 @@ type Quorum struct {
 	// PTTL among nodes holding Owner, minus DriftMS (0 at least; null with
 	// no owner or no TTL).
 	ValidityMS *int64 `json:"validity_ms"`
-	// DriftMS is the clock drift allowance: 1% of the lease + 2 ms, as the
+	// DriftMS is the clock drift allowance: 1% of LeaseMS + 2 ms, as the
 	// Redis documentation's Redlock and redsync compute it.
 	DriftMS int64 `json:"drift_ms"`
+	// LeaseMS is the lease DriftMS comes from: QuorumOptions.LeaseMS
+	// (--lease), else the largest PTTL read among the owner's nodes.
+	LeaseMS int64 `json:"lease_ms"`
 }
 
 // Quorum states.
@@ -276,7 +279,8 @@ func AnalyzeQuorum(key string, i int, reads []NodeRead, opts QuorumOptions) Quor
 		q.Lock = Lock{Key: key, KeyHex: HexIfNotUTF8(key), Type: "none", PTTLMS: -2, Layout: Layout{Name: "unknown", Confidence: Guess}, Findings: []Finding{}}
 	}
 	if top != nil {
-		q.Quorum.DriftMS, q.Quorum.ValidityMS = validity(top, reads, i, q.Quorum.Majority, opts.LeaseMS)
+		q.Quorum.LeaseMS, q.Quorum.ValidityMS = validity(top, reads, i, q.Quorum.Majority, opts.LeaseMS)
+		q.Quorum.DriftMS = DriftMS(q.Quorum.LeaseMS)
 	}
 	q.quorumFindings(owners, reads, i)
 	return q
@@ -323,8 +327,9 @@ func shownOwner(l Lock) string {
 // noExpiry stands for PTTL -1 when sorting: no expiry outlasts any TTL.
 const noExpiry = 1<<62 - 1
 
-// validity returns the drift allowance and the time left on the majority
-// for owner o: the majority-th largest PTTL among its nodes minus drift,
+// validity returns the lease the drift allowance is taken from (leaseMS,
+// else the largest TTL among o's nodes) and the time left on the majority
+// for owner o: the majority-th largest PTTL among its nodes minus the drift,
 // nil when it holds fewer nodes than that or that PTTL is not a TTL.
 func validity(o *ownerCount, reads []NodeRead, i, majority int, leaseMS int64) (int64, *int64) {
 	pttls := make([]int64, 0, len(o.nodes))
@@ -344,12 +349,11 @@ func validity(o *ownerCount, reads []NodeRead, i, majority int, leaseMS int64) (
 			}
 		}
 	}
-	drift := DriftMS(leaseMS)
 	if len(pttls) < majority || pttls[majority-1] < 0 || pttls[majority-1] == noExpiry {
-		return drift, nil
+		return leaseMS, nil
 	}
-	v := max(pttls[majority-1]-drift, 0)
-	return drift, &v
+	v := max(pttls[majority-1]-DriftMS(leaseMS), 0)
+	return leaseMS, &v
 }
 
 // quorumFindings adds the Redlock findings to q.Lock.

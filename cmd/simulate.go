@@ -285,6 +285,9 @@ func (v *simulateFlags) scenario(f *Factory, cmd *cobra.Command, args []string) 
 		if sc, err = simulate.Builtin(args[0], g, o); err != nil {
 			return sc, usageErrorf("%v", err)
 		}
+		if sc.Nodes > 1 && !cmd.Flags().Changed("fencing") {
+			sc.Guards.Fencing = false // Redlock issues no fencing token; --fencing models the store's counter
+		}
 		if err := policyFlagsUsed(cmd, sc); err != nil {
 			return sc, err
 		}
@@ -299,6 +302,9 @@ func (v *simulateFlags) scenario(f *Factory, cmd *cobra.Command, args []string) 
 func (v *simulateFlags) live(f *Factory, cmd *cobra.Command, opts *SimulateOptions) error {
 	if v.explore {
 		return usageErrorf("--explore runs on the virtual clock only; drop --redis")
+	}
+	if err := simulate.LiveRefusal(opts.Scenario); err != nil {
+		return usageErrorf("%v", err)
 	}
 	// Below 0.001 a 30s lease lasts under 30ms of real time, and
 	// live timing is mostly scheduling jitter.

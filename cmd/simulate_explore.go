@@ -30,7 +30,11 @@ func exploreTable(t *TableView, res simulate.ExploreResult) {
 		if actor == "" {
 			actor = "redis"
 		}
-		t.Line("  varied: %s's %s, %s from %s to %s", actor, d.Action, d.Field, fmtMS(d.FromMS), fmtMS(d.ToMS))
+		what := string(d.Action)
+		if len(d.Nodes) > 0 {
+			what += " of " + nodesText(d.Nodes)
+		}
+		t.Line("  varied: %s's %s, %s from %s to %s", actor, what, d.Field, fmtMS(d.FromMS), fmtMS(d.ToMS))
 	}
 	t.Line("")
 	if len(res.ByCode) > 0 {

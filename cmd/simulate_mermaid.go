@@ -26,7 +26,11 @@ func mermaid(res simulate.Result) string {
 			line("participant %s", a)
 		}
 	}
-	line("participant R as Redis")
+	if res.Nodes > 1 {
+		line("participant R as Redlock, %d nodes", res.Nodes)
+	} else {
+		line("participant R as Redis")
+	}
 	line("participant S as Store")
 	hasSend := false
 	for _, e := range res.Events {
@@ -37,12 +41,18 @@ func mermaid(res simulate.Result) string {
 	if hasSend {
 		line("participant X as Receiver")
 	}
+	prevNodes := ""
 	for _, e := range res.Events {
 		at := fmtMS(e.AtMS)
 		note := clean(e.Note)
-		switch e.Kind {
-		case "acquire", "renew", "release":
+		switch {
+		case res.Nodes > 1 && e.Actor == "redis": // a node's crash, restart, failover, clock jump or expiry
+			line("Note over R: %s %s: %s", at, strings.ReplaceAll(e.Kind, "_", " "), note)
+		case e.Kind == "acquire", e.Kind == "renew", e.Kind == "release":
 			verb := map[string]string{"acquire": "SET NX PX " + fmtMS(res.Lease.LeaseMS), "renew": "PEXPIRE", "release": "DEL"}[e.Kind]
+			if res.Nodes > 1 {
+				verb += " on every node"
+			}
 			if e.Count > 1 {
 				verb += fmt.Sprintf(" ×%d until %s", e.Count, fmtMS(e.UntilMS))
 			}
@@ -50,24 +60,28 @@ func mermaid(res simulate.Result) string {
 			arrow := "R-->>%s: %s"
 			if !e.OK {
 				arrow = "R--x%s: %s"
-			} else if e.Kind == "acquire" {
+			} else if e.Kind == "acquire" && res.Nodes <= 1 {
 				note = fmt.Sprintf("OK, fence %d", e.Fence)
 			}
 			line(arrow, mermaidID(e.Actor), note)
-		case "write":
+		case e.Kind == "write":
 			line("%s->>S: %s write, fence %d", mermaidID(e.Actor), at, e.Fence)
 			arrow := "S-->>%s: %s"
 			if !e.OK {
 				arrow = "S--x%s: %s"
 			}
 			line(arrow, mermaidID(e.Actor), note)
-		case "send":
+		case e.Kind == "send":
 			line("%s->>X: %s send", mermaidID(e.Actor), at)
 			line("X-->>%s: %s", mermaidID(e.Actor), note)
-		case "expire", "failover", "clock_jump":
+		case e.Kind == "expire", e.Kind == "failover", e.Kind == "clock_jump":
 			line("Note over R: %s %s: %s", at, e.Kind, note)
 		default:
 			line("Note over %s: %s %s: %s", mermaidID(e.Actor), at, strings.ReplaceAll(e.Kind, "_", " "), note)
+		}
+		if nodes := nodesCell(e.Nodes); res.Nodes > 1 && nodes != prevNodes {
+			line("Note over R: nodes %s", nodes)
+			prevNodes = nodes
 		}
 	}
 	for _, v := range res.Violations {

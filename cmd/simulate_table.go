@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,12 @@ func resultTable(t *TableView, res simulate.Result) {
 	st := t.Styles()
 	t.Title("scenario " + oneLineText(res.Scenario))
 	t.Line("lease %s", leaseText(res.Lease))
-	t.Line("lock: holder, PTTL, #fence after the event; store: the highest fence the store has seen")
+	if res.Nodes > 1 {
+		t.Line("nodes: %d Redlock nodes, a majority of %d within the validity time (lease − elapsed − %s drift)", res.Nodes, res.Nodes/2+1, fmtMS(res.Lease.MarginMS))
+		t.Line("lock: the holder on a majority, the majority's PTTL, #fence; nodes: each node's holder (· free, x down); store: the highest fence the store has seen")
+	} else {
+		t.Line("lock: holder, PTTL, #fence after the event; store: the highest fence the store has seen")
+	}
 	t.Line("")
 	header, rows := timelineRows(res)
 	t.Table(header, rows)
@@ -109,9 +115,45 @@ func timelineRows(res simulate.Result) ([]string, [][]string) {
 		if e.StoreFence > 0 {
 			store = "#" + strconv.FormatInt(e.StoreFence, 10)
 		}
-		rows = append(rows, []string{at, e.Actor, kind, ok, lock, store, e.Note})
+		row := []string{at, e.Actor, kind, ok, lock, store, e.Note}
+		if res.Nodes > 1 {
+			row = slices.Insert(row, 5, nodesCell(e.Nodes))
+		}
+		rows = append(rows, row)
+	}
+	if res.Nodes > 1 {
+		header = slices.Insert(header, 5, "nodes")
 	}
 	return header, rows
+}
+
+// nodesCell is each Redlock node's holder after an event, in node order:
+// the holder's name, · when free, x when down.
+func nodesCell(nodes []simulate.NodeView) string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		switch {
+		case n.Down:
+			out[i] = "x"
+		case n.Holder == "":
+			out[i] = "·"
+		default:
+			out[i] = n.Holder
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// nodesText is "node 3" or "nodes 1, 2" for 1-based node numbers.
+func nodesText(ks []int) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = strconv.Itoa(k)
+	}
+	if len(ks) == 1 {
+		return "node " + s[0]
+	}
+	return "nodes " + strings.Join(s, ", ")
 }
 
 // laneWidth is the swimlane's width in columns: 60, or fewer (at least 10)
@@ -171,7 +213,41 @@ func swimlane(st *Styles, res simulate.Result, width int) []string {
 		lock.WriteString(holder)
 	}
 	out = append(out, lock.String())
+	out = append(out, nodeLanes(st, res, width, from)...)
 	out = append(out, st.Muted.Render("legend: █ working with the lock  ▓ working without it  ░ paused  ~ cut off from Redis  = blocking call  x crashed  · lock free"))
+	return out
+}
+
+// nodeLanes draws one row per Redlock node (none with one server): the
+// first letter of its key's holder over time, · when free, x when down.
+func nodeLanes(st *Styles, res simulate.Result, width int, from func(int) int64) []string {
+	if res.Nodes <= 1 {
+		return nil
+	}
+	out := make([]string, 0, res.Nodes)
+	for k := range res.Nodes {
+		var b strings.Builder
+		b.WriteString(st.Lane.Label.Render("n" + strconv.Itoa(k+1)))
+		for c := range width {
+			t := (from(c) + from(c+1)) / 2
+			ch := "·"
+			for _, e := range res.Events {
+				if e.AtMS > t {
+					break
+				}
+				switch n := e.Nodes[k]; {
+				case n.Down:
+					ch = "x"
+				case n.Holder == "":
+					ch = "·"
+				default:
+					ch = n.Holder[:1]
+				}
+			}
+			b.WriteString(ch)
+		}
+		out = append(out, b.String())
+	}
 	return out
 }
 

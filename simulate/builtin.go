@@ -169,6 +169,16 @@ var builtinPolicy = map[string]PolicySpec{
 	"failover":           {Lease: 30 * time.Second},
 	"clock-jump":         {Lease: 30 * time.Second},
 	"long-budget":        {Budget: 13 * time.Hour, Mode: lockcore.ModeTrusted},
+	"redlock-clock-jump": {Lease: 30 * time.Second},
+	"redlock-pause":      {Lease: 30 * time.Second},
+	"redlock-late-pause": {Lease: 30 * time.Second},
+	"redlock-restart":    {Lease: 30 * time.Second},
+	"redlock-slow-boot":  {Lease: 30 * time.Second},
+}
+
+// builtinNodes are the Redlock nodes of the built-ins that have more than one.
+var builtinNodes = map[string]int{
+	"redlock-clock-jump": 5, "redlock-pause": 5, "redlock-late-pause": 5, "redlock-restart": 5, "redlock-slow-boot": 5,
 }
 
 // Builtins describes the built-in scenarios in a fixed order.
@@ -199,7 +209,10 @@ func Builtin(name string, g Guards, o Overrides) (Scenario, error) {
 	}
 	b := builtins[i]
 	sc := Scenario{Name: name, Description: b.info.Description, Policy: builtinPolicy[name], Guards: g,
-		FenceStart: kleppmannFence, FenceSource: FenceRedis, Check: CheckNone}
+		FenceStart: kleppmannFence, FenceSource: FenceRedis, Check: CheckNone, Nodes: builtinNodes[name]}
+	if sc.Nodes > 1 {
+		sc.FenceSource = FenceStore // there is no single INCR over N nodes (checkNodes)
+	}
 	sc.Policy = o.policy(sc.Policy)
 	p, err := sc.resolve()
 	if err != nil {
@@ -207,6 +220,9 @@ func Builtin(name string, g Guards, o Overrides) (Scenario, error) {
 	}
 	sc.Steps = b.build(p)
 	if err := sc.Apply(o); err != nil {
+		return Scenario{}, err
+	}
+	if err := sc.checkNodes(p); err != nil { // --fence-source redis on a Redlock built-in
 		return Scenario{}, err
 	}
 	return sc, nil

@@ -71,6 +71,16 @@ type actor struct {
 	lostOpen     int64
 	lostLeaseEnd int64
 
+	// Redlock (engine_redlock.go): an acquire whose replies are not yet
+	// judged, its start, grant, the nodes that took it (bit k: node k+1)
+	// and the end of its wait; cut is when a's link to each node comes back.
+	acquiring    bool
+	acqStart     int64
+	acqGrant     int
+	acqTaken     uint16
+	acqWaitUntil int64
+	cut          [MaxNodes]int64
+
 	// listed is whether the actor is in engine.scan, parkedAt its place
 	// in engine.parked (-1 when not parked).
 	listed   bool
@@ -88,8 +98,10 @@ type engine struct {
 	// done.
 	stop *stopper
 
-	now       int64
-	lock      lockState
+	now  int64
+	lock lockState
+	// nodes are the Redlock nodes (nil with one server).
+	nodes     []rnode
 	jump      int64
 	counter   int64
 	maxFence  int64
@@ -148,6 +160,7 @@ func newEngine(sc *Scenario, p leaseParams, g Guards, record bool) *engine {
 func (e *engine) reset() {
 	e.now, e.jump = 0, 0
 	e.lock = lockState{}
+	e.resetNodes()
 	start := e.sc.FenceStart
 	if start == 0 {
 		start = 1
@@ -239,7 +252,7 @@ func (e *engine) instant() {
 	e.expire()
 	e.wakeups()
 	for {
-		if e.runDue(true) || e.fireTimers() || e.runDue(false) || e.serveWaiters() {
+		if e.runDue(true) || e.fireTimers() || e.runDue(false) || e.rlDecide() || e.serveWaiters() {
 			continue
 		}
 		break
@@ -250,13 +263,16 @@ func (e *engine) instant() {
 func (e *engine) serverNow() int64 { return e.now + e.jump }
 
 func (e *engine) held(a *actor) bool {
+	if e.redlock() {
+		return e.rlHeld(a)
+	}
 	return a.grant >= 0 && e.lock.present && e.lock.grant == a.grant
 }
 
 func (e *engine) partitioned(a *actor) bool { return a.partUntil > e.now }
 
 func (e *engine) blocked(a *actor) bool {
-	return a.paused || a.busyUntil > e.now || a.waiting
+	return a.paused || a.busyUntil > e.now || a.waiting || a.acquiring
 }
 
 // setLock replaces the lock state, marking the old grant's loss time.
@@ -276,6 +292,10 @@ func (e *engine) setLock(ls lockState) {
 }
 
 func (e *engine) expire() {
+	if e.redlock() {
+		e.rlExpire()
+		return
+	}
 	if e.lock.present && e.lock.expires <= e.serverNow() {
 		g := e.lock.grant
 		e.setLock(lockState{})
@@ -305,6 +325,9 @@ func (e *engine) wakeups() {
 		}
 		if a.partUntil == e.now && a.partUntil > 0 && e.record {
 			e.event(a.name, "heal", true, 0, a.name+" can reach Redis again")
+		}
+		if e.redlock() && !a.server {
+			e.rlHeal(a)
 		}
 		if a.busyUntil == e.now && a.busyUntil > 0 {
 			a.busyUntil = 0
@@ -365,8 +388,16 @@ func (e *engine) runDue(inflight bool) bool {
 
 func (e *engine) step(a *actor, si int, inFlight bool) {
 	st := &e.steps[si]
+	if e.redlock() && (len(st.Nodes) > 0 || st.Do == ActFailover || st.Do == ActClockJump || st.Do == ActRestart) {
+		e.rlFault(a, st)
+		return
+	}
 	switch st.Do {
 	case ActAcquire:
+		if e.redlock() {
+			e.rlAcquire(a, st)
+			return
+		}
 		e.acquire(a, st)
 	case ActRenew:
 		if a.grant < 0 {
@@ -423,7 +454,7 @@ func (e *engine) step(a *actor, si int, inFlight bool) {
 		}
 		a.crashed = true
 		e.endSection(a)
-		a.waiting, a.busyUntil, a.paused = false, 0, false
+		a.waiting, a.busyUntil, a.paused, a.acquiring = false, 0, false, false
 		a.next = len(a.steps)
 		if e.record {
 			e.event(a.name, "crash", true, 0, noted("process killed; its key stays until it expires", st.Note))

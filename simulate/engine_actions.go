@@ -88,6 +88,10 @@ func (e *engine) tryGrant(a *actor, how string) bool {
 
 // renew is one PEXPIRE: owner-checked or blind. auto marks the renewer's own.
 func (e *engine) renew(a *actor, auto bool) {
+	if e.redlock() && !e.partitioned(a) {
+		e.rlRenew(a, auto)
+		return
+	}
 	if e.partitioned(a) {
 		if auto {
 			a.nextRenew = e.now + e.p.retry
@@ -138,6 +142,10 @@ func (e *engine) renew(a *actor, auto bool) {
 func (e *engine) release(a *actor, st *Step) {
 	if a.grant < 0 {
 		e.skip(a, st, "skipped: nothing to release")
+		return
+	}
+	if e.redlock() && !e.partitioned(a) {
+		e.rlRelease(a, st)
 		return
 	}
 	defer func() { e.endSection(a); a.grant = -1 }()
@@ -384,7 +392,13 @@ func (e *engine) serveWaiters() bool {
 		if !a.waiting || a.paused || a.crashed {
 			continue
 		}
-		if !e.partitioned(a) && !e.lock.present {
+		if e.redlock() && e.rlFree(a) {
+			a.waiting = false
+			a.shift += e.now - a.waitFrom
+			e.rlSend(a, "after waiting "+fmtMS(e.now-a.waitFrom))
+			return true
+		}
+		if !e.redlock() && !e.partitioned(a) && !e.lock.present {
 			a.waiting = false
 			a.shift += e.now - a.waitFrom
 			e.tryGrant(a, "after waiting "+fmtMS(e.now-a.waitFrom))
@@ -427,6 +441,9 @@ func (e *engine) nextTime() int64 {
 		consider(e.steps[e.faults[e.nextFault]].AtMS)
 	}
 	consider(e.nextParked())
+	if e.redlock() {
+		consider(e.rlNextTime())
+	}
 	for _, i := range e.scan {
 		a := &e.actors[i]
 		if a.crashed {

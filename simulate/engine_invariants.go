@@ -172,7 +172,10 @@ func (e *engine) act(guard int, note func() string) {
 // event appends a timeline line, folding repeated identical renewals.
 func (e *engine) event(actorName, kind string, ok bool, fence int64, note string) {
 	var lv *LockView
-	if e.lock.present {
+	var nv []NodeView
+	if e.redlock() {
+		lv, nv = e.rlView()
+	} else if e.lock.present {
 		g := e.grants[e.lock.grant]
 		lv = &LockView{Holder: e.actors[g.actor].name, PTTLMS: max(e.lock.expires-e.serverNow(), 0), Fence: g.fence}
 	}
@@ -181,10 +184,10 @@ func (e *engine) event(actorName, kind string, ok bool, fence int64, note string
 		if last.Kind == kind && last.Actor == actorName && last.OK == ok && last.Note == note {
 			last.Count = max(last.Count, 1) + 1
 			last.UntilMS = e.now
-			last.Lock = lv
+			last.Lock, last.Nodes = lv, nv
 			last.StoreFence = e.storeHighest
 			return
 		}
 	}
-	e.events = append(e.events, Event{AtMS: e.now, Actor: actorName, Kind: kind, OK: ok, Fence: fence, Lock: lv, StoreFence: e.storeHighest, Note: note})
+	e.events = append(e.events, Event{AtMS: e.now, Actor: actorName, Kind: kind, OK: ok, Fence: fence, Lock: lv, Nodes: nv, StoreFence: e.storeHighest, Note: note})
 }

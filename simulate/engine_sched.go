@@ -89,7 +89,8 @@ func (e *engine) unpark() {
 // quiet reports whether a has nothing pending but its next step: no scan
 // can act on it or change its lane until that step is due.
 func (e *engine) quiet(a *actor) bool {
-	return !a.paused && !a.waiting && !a.inSection && !a.renewing && a.busyUntil <= e.now && a.partUntil <= e.now
+	return !a.paused && !a.waiting && !a.inSection && !a.renewing && a.busyUntil <= e.now && a.partUntil <= e.now &&
+		!a.acquiring && !(e.redlock() && e.rlCut(a))
 }
 
 // park, after an instant and its stretch, parks or drops the active actors

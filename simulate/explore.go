@@ -46,8 +46,10 @@ type Dimension struct {
 	Actor  string `json:"actor"`
 	Action Action `json:"action"`
 	Field  string `json:"field"`
-	FromMS int64  `json:"from_ms"`
-	ToMS   int64  `json:"to_ms"`
+	// Nodes are the Redlock nodes of a node fault or a partial partition.
+	Nodes  []int `json:"nodes,omitempty"`
+	FromMS int64 `json:"from_ms"`
+	ToMS   int64 `json:"to_ms"`
 }
 
 // CodeCount is how many schedules broke one invariant.
@@ -82,20 +84,20 @@ type ExploreResult struct {
 }
 
 // dimensions are the faults' times and lengths around a scenario: pause,
-// partition (at, for), crash and failover (at), clock_jump (at, by) and the
+// partition (at, for), crash, failover and restart (at), clock_jump (at, by) and the
 // length of blocking calls, over [0, horizon].
 func dimensions(sc *Scenario, horizon int64) []Dimension {
 	var ds []Dimension
 	add := func(i int, field string, from int64) {
 		st := sc.Steps[i]
-		ds = append(ds, Dimension{Step: i, Actor: st.Actor, Action: st.Do, Field: field, FromMS: from, ToMS: horizon})
+		ds = append(ds, Dimension{Step: i, Actor: st.Actor, Action: st.Do, Field: field, Nodes: st.Nodes, FromMS: from, ToMS: horizon})
 	}
 	for i, st := range sc.Steps {
 		switch st.Do {
 		case ActPause, ActPartition:
 			add(i, "at", 0)
 			add(i, "for", 1)
-		case ActCrash, ActFailover:
+		case ActCrash, ActFailover, ActRestart:
 			add(i, "at", 0)
 		case ActClockJump:
 			add(i, "at", 0)

@@ -16,6 +16,7 @@ func TestExploreGuards(t *testing.T) {
 	wantCode := map[string]string{
 		"stale-writer": CodeStaleWrite, "unsafe-release": CodeForeignRelease, "renewal-loss": CodeLockLost,
 		"crash-recovery": CodeDuplicate, "duplicate-delivery": CodeDuplicate, "long-budget": CodeOverlap,
+		"redlock-late-pause": CodeStaleWrite,
 	}
 	for _, b := range Builtins() {
 		if b.Guard == "" {

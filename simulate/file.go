@@ -140,6 +140,8 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 		fe.Msg = "needs at least one field; accepted: " + strings.Join(fileSchema.Properties(p.Path), ", ")
 	case "minimum":
 		fe.Msg = fmt.Sprintf("%v is below %v, the smallest accepted", p.Value, p.Params["minimum"])
+	case "maximum":
+		fe.Msg = fmt.Sprintf("%v is above %v, the largest accepted", p.Value, p.Params["maximum"])
 	default:
 		fe.Msg = p.Message
 	}
@@ -155,6 +157,7 @@ func isDurationField(path yamlschema.Path) bool { return fileSchema.Def(path) ==
 func decode(doc *yamlschema.Document) (Scenario, error) {
 	root := doc.Root
 	sc := Scenario{Guards: AllGuards(), FenceStart: 1, FenceSource: FenceRedis, Check: CheckNone}
+	fencingSet, fenceSourceLine := false, 0
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		var err error
@@ -168,6 +171,7 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 		case "guards":
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				sc.Guards = sc.Guards.With(v.Content[j].Value, v.Content[j+1].Value == "true")
+				fencingSet = fencingSet || v.Content[j].Value == "fencing"
 			}
 		case "fence_start":
 			// The schema made it a whole number of at least 1, which YAML
@@ -182,11 +186,13 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 				err = &FileError{Line: v.Line, Field: "fence_start", Msg: fmt.Sprintf("%q: write it in decimal digits, e.g. 17", v.Value)}
 			}
 		case "fence_source":
-			sc.FenceSource = v.Value
+			sc.FenceSource, fenceSourceLine = v.Value, v.Line
 		case "check":
 			sc.Check = v.Value
 		case "checkpoints":
 			sc.Checkpoints = v.Value == "true"
+		case "nodes":
+			sc.Nodes, _ = strconv.Atoi(v.Value) // the schema made it 1 to 9
 		case "replication_lag":
 			var d time.Duration
 			d, err = duration(v, "replication_lag", true)
@@ -217,6 +223,9 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 	}
 	if err := sc.checkFenceStart(); err != nil {
 		return sc, &FileError{Line: doc.Line(yamlschema.Path{"fence_start"}), Field: "fence_start", Msg: err.Error()}
+	}
+	if err := decodeNodes(&sc, fencingSet, fenceSourceLine); err != nil {
+		return sc, err
 	}
 	if err := sc.checkHorizon(); err != nil {
 		return sc, &FileError{Line: doc.Line(yamlschema.Path{"events"}), Field: "events", Msg: err.Error()}
@@ -283,7 +292,8 @@ func decodePolicy(v *yaml.Node) (PolicySpec, error) {
 // fieldsOf are the optional fields each action takes besides at, actor, do and note.
 var fieldsOf = map[Action][]string{
 	ActAcquire: {"wait"}, ActWork: {"for"}, ActCall: {"for"}, ActSend: {"key"},
-	ActPause: {"for"}, ActPartition: {"for"}, ActClockJump: {"by"},
+	ActPause: {"for"}, ActPartition: {"for", "node", "nodes"}, ActClockJump: {"by", "node", "nodes"},
+	ActCrash: {"node", "nodes"}, ActFailover: {"node", "nodes"}, ActRestart: {"node", "nodes"},
 }
 
 func decodeStep(n *yaml.Node, i int) (Step, error) {
@@ -321,6 +331,11 @@ func decodeStep(n *yaml.Node, i int) (Step, error) {
 			st.WaitMS = ms(d)
 		case "key":
 			st.Key = v.Value
+		case "node":
+			k, _ := strconv.Atoi(v.Value) // the schema made it a whole number from 1
+			st.Nodes = []int{k}
+		case "nodes":
+			st.Nodes, err = decodeNodeList(v, field)
 		case "note":
 			st.Note = v.Value
 		}
@@ -328,7 +343,10 @@ func decodeStep(n *yaml.Node, i int) (Step, error) {
 			return st, err
 		}
 	}
-	for _, f := range []string{"for", "by", "wait", "key"} {
+	if lines["node"] > 0 && lines["nodes"] > 0 {
+		return st, &FileError{Line: lines["nodes"], Field: prefix + ".nodes", Msg: "give node or nodes, not both"}
+	}
+	for _, f := range []string{"for", "by", "wait", "key", "node", "nodes"} {
 		if lines[f] > 0 && !slices.Contains(fieldsOf[st.Do], f) {
 			return st, &FileError{Line: lines[f], Field: prefix + "." + f, Msg: fmt.Sprintf("%s takes no %s", st.Do, f)}
 		}
@@ -338,9 +356,13 @@ func decodeStep(n *yaml.Node, i int) (Step, error) {
 		return st, &FileError{Line: n.Line, Field: prefix, Msg: fmt.Sprintf("%s needs for (a duration)", st.Do)}
 	case st.Do == ActClockJump && st.ByMS == 0:
 		return st, &FileError{Line: n.Line, Field: prefix, Msg: "clock_jump needs by (a duration)"}
-	case st.Do != ActFailover && st.Do != ActClockJump && st.Actor == "":
+	case st.Do == ActCrash && st.Actor == "" && len(st.Nodes) == 0:
+		return st, &FileError{Line: n.Line, Field: prefix, Msg: "crash needs an actor (a process) or node (a Redlock node)"}
+	case st.Do != ActFailover && st.Do != ActClockJump && st.Do != ActRestart && st.Do != ActCrash && st.Actor == "":
 		return st, &FileError{Line: n.Line, Field: prefix, Msg: fmt.Sprintf("%s needs an actor", st.Do)}
-	case (st.Do == ActFailover || st.Do == ActClockJump) && st.Actor != "":
+	case st.Do == ActCrash && st.Actor != "" && len(st.Nodes) > 0:
+		return st, &FileError{Line: lines["actor"], Field: prefix + ".actor", Msg: "a crash hits an actor (a process) or nodes, not both"}
+	case (st.Do == ActFailover || st.Do == ActClockJump || st.Do == ActRestart) && st.Actor != "":
 		return st, &FileError{Line: lines["actor"], Field: prefix + ".actor", Msg: fmt.Sprintf("%s happens to the server; it takes no actor", st.Do)}
 	}
 	return st, nil
@@ -400,6 +422,9 @@ func MarshalFile(sc Scenario) ([]byte, error) {
 	if sc.ReplicationLagMS > 0 {
 		add(root, "replication_lag", dur(sc.ReplicationLagMS))
 	}
+	if sc.Nodes > 1 {
+		add(root, "nodes", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(sc.Nodes)})
+	}
 	events := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, st := range sc.Steps {
 		ev := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
@@ -419,6 +444,15 @@ func MarshalFile(sc Scenario) ([]byte, error) {
 		}
 		if st.Key != "" {
 			add(ev, "key", str(st.Key))
+		}
+		if len(st.Nodes) == 1 {
+			add(ev, "node", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(st.Nodes[0])})
+		} else if len(st.Nodes) > 1 {
+			list := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, k := range st.Nodes {
+				list.Content = append(list.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(k)})
+			}
+			add(ev, "nodes", list)
 		}
 		if st.Note != "" {
 			add(ev, "note", str(st.Note))

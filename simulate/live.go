@@ -266,6 +266,9 @@ func (c partClient) Get(ctx context.Context, key string) *redis.StringCmd {
 // returns a *KeyExistsError, writing nothing, when one of them exists, and
 // an error when Redis fails for another reason than a partition.
 func RunLive(ctx context.Context, sc Scenario, o LiveOptions) (LiveResult, error) {
+	if err := LiveRefusal(sc); err != nil {
+		return LiveResult{}, err
+	}
 	sc.normalize()
 	p, err := sc.resolve()
 	if err != nil {

@@ -64,27 +64,31 @@ func ViolationCodes(vs []Violation) []string {
 }
 
 // LockView is the lock key after an event: holder, remaining PTTL in ms on
-// the server's clock, fencing token.
+// the server's clock, fencing token. Over Redlock nodes it is the quorum's
+// view: the holder on a majority and the majority-th largest PTTL.
 type LockView struct {
 	Holder string `json:"holder"`
 	PTTLMS int64  `json:"pttl_ms"`
 	Fence  int64  `json:"fence"`
 }
 
-// Event is one line of the timeline. Lock is null when no key exists;
+// Event is one line of the timeline. Lock is null when no key exists (over
+// Redlock nodes: when no one holds a majority), Nodes is each Redlock node
+// after the event (absent with one server);
 // StoreFence is the highest fencing token the store has seen (0: none).
 // Count > 1 folds repeated identical renewals, the last at UntilMS.
 type Event struct {
-	AtMS       int64     `json:"at_ms"`
-	Actor      string    `json:"actor"`
-	Kind       string    `json:"kind"`
-	OK         bool      `json:"ok"`
-	Fence      int64     `json:"fence,omitempty"`
-	Count      int       `json:"count,omitempty"`
-	UntilMS    int64     `json:"until_ms,omitempty"`
-	Lock       *LockView `json:"lock"`
-	StoreFence int64     `json:"store_fence"`
-	Note       string    `json:"note"`
+	AtMS       int64      `json:"at_ms"`
+	Actor      string     `json:"actor"`
+	Kind       string     `json:"kind"`
+	OK         bool       `json:"ok"`
+	Fence      int64      `json:"fence,omitempty"`
+	Count      int        `json:"count,omitempty"`
+	UntilMS    int64      `json:"until_ms,omitempty"`
+	Lock       *LockView  `json:"lock"`
+	Nodes      []NodeView `json:"nodes,omitempty"`
+	StoreFence int64      `json:"store_fence"`
+	Note       string     `json:"note"`
 }
 
 // Guard effects in a Result.
@@ -136,7 +140,9 @@ type LeaseReport struct {
 // order, what each guard did, the store, notes on the model's limits, and
 // the timeline. Its JSON shape is documented in docs/simulate.md.
 type Result struct {
-	Scenario    string        `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// Nodes is the number of Redlock nodes (absent with one server).
+	Nodes       int           `json:"nodes,omitempty"`
 	Verdict     string        `json:"verdict"`
 	Violations  []Violation   `json:"violations"`
 	Guards      []GuardReport `json:"guards"`

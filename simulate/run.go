@@ -9,10 +9,15 @@ import (
 )
 
 // normalize fills defaults: send keys "<actor>-send-<n>" in file order,
-// the server as the actor of failover and clock_jump, fence source and check.
+// the server as the actor of failover, clock_jump, restart and a node's
+// crash, fence source (store over Redlock nodes: there is no single INCR)
+// and check.
 func (sc *Scenario) normalize() {
 	if sc.FenceSource == "" {
 		sc.FenceSource = FenceRedis
+		if sc.Nodes > 1 {
+			sc.FenceSource = FenceStore
+		}
 	}
 	if sc.Check == "" {
 		sc.Check = CheckNone
@@ -22,7 +27,7 @@ func (sc *Scenario) normalize() {
 	copy(steps, sc.Steps)
 	for i := range steps {
 		st := &steps[i]
-		if st.Do == ActFailover || st.Do == ActClockJump {
+		if st.Do == ActFailover || st.Do == ActClockJump || st.Do == ActRestart || (st.Do == ActCrash && st.Actor == "" && len(st.Nodes) > 0) {
 			st.Actor = serverActor
 		}
 		if st.Do == ActSend && st.Key == "" {
@@ -95,7 +100,7 @@ func (e *engine) result() Result {
 		return cmp.Or(cmp.Compare(a.AtMS, b.AtMS), cmp.Compare(slices.Index(Codes, a.Code), slices.Index(Codes, b.Code)), cmp.Compare(a.Actor, b.Actor))
 	})
 	res := Result{
-		Scenario: e.sc.Name, Verdict: VerdictSafe, Violations: vs,
+		Scenario: e.sc.Name, Nodes: len(e.nodes), Verdict: VerdictSafe, Violations: vs,
 		Lease: LeaseReport{LeaseMS: e.p.lease, Renewable: e.p.renewable, RenewEveryMS: e.p.renewEvery,
 			BudgetMS: e.p.budget, RenewBoundMS: e.p.bound, MarginMS: e.p.margin, Mode: string(e.p.mode)},
 		FenceSource: e.sc.FenceSource, Check: e.sc.Check,
@@ -131,7 +136,9 @@ func notes(sc *Scenario, res *Result, stop *stopper) []string {
 	if sc.Check == CheckTTL && slices.ContainsFunc(res.Events, func(e Event) bool { return e.Kind == "write" && strings.Contains(e.Note, "stale view") }) {
 		out = append(out, "the TTL check passed before the pause: a check right before the write does not help when the pause falls between the check and the write reaching the store; only the write boundary (fencing) can refuse it (Kleppmann 2016)")
 	}
-	if has(ActClockJump) {
+	if sc.Nodes > 1 {
+		out = append(out, redlockNotes(sc, res, has)...)
+	} else if has(ActClockJump) {
 		out = append(out, "leases assume a bounded clock error: a server clock jump ends every lease early and no client-side guard can see it")
 	}
 	if has(ActFailover) {
@@ -143,7 +150,7 @@ func notes(sc *Scenario, res *Result, stop *stopper) []string {
 	if sc.Guards.Fencing && twoHolders && res.Store.Correct && res.Store.Rejected > 0 {
 		out = append(out, "two processes held the lock, yet fencing kept the store's writes correct: the write boundary refused the older fence")
 	}
-	if i := slices.IndexFunc(res.Events, func(e Event) bool { return e.Kind == "crash" }); i >= 0 {
+	if i := slices.IndexFunc(res.Events, func(e Event) bool { return e.Kind == "crash" && e.Actor != serverActor }); i >= 0 {
 		crash := res.Events[i]
 		for _, e := range res.Events[i+1:] {
 			if e.Kind == "acquire" && e.OK {

@@ -56,20 +56,23 @@ const (
 	ActFailover Action = "failover"
 	// ActClockJump steps the server's clock forward by By ms: leases end early.
 	ActClockJump Action = "clock_jump"
+	// ActRestart restarts Redlock nodes empty (no persistence): a node down
+	// since a crash comes back, an up one restarts at once.
+	ActRestart Action = "restart"
 )
 
 // fault reports actions that happen to a process or the server from
 // outside, at their time, rather than as a step of the actor's program.
 func (a Action) fault() bool {
 	switch a {
-	case ActPause, ActPartition, ActCrash, ActFailover, ActClockJump:
+	case ActPause, ActPartition, ActCrash, ActFailover, ActClockJump, ActRestart:
 		return true
 	}
 	return false
 }
 
 // Actions lists every action in the order docs/simulate.md documents them.
-var Actions = []Action{ActAcquire, ActRenew, ActRelease, ActWork, ActCall, ActWrite, ActSend, ActPause, ActPartition, ActCrash, ActFailover, ActClockJump}
+var Actions = []Action{ActAcquire, ActRenew, ActRelease, ActWork, ActCall, ActWrite, ActSend, ActPause, ActPartition, ActCrash, ActFailover, ActClockJump, ActRestart}
 
 // serverActor is the actor name of events that belong to Redis itself.
 const serverActor = "redis"
@@ -92,6 +95,11 @@ type Step struct {
 	WaitMS int64 `json:"wait_ms,omitempty"`
 	// Key is the idempotency key of a send (default "<actor>-send-<n>").
 	Key string `json:"key,omitempty"`
+	// Nodes are the Redlock nodes (1-based) a partition cuts the actor off
+	// from, or a crash, restart, failover or clock_jump hits (empty: a
+	// partition cuts off every node; the other faults hit the one server
+	// of a 1-node scenario).
+	Nodes []int `json:"nodes,omitempty"`
 	// Note is shown in the timeline.
 	Note string `json:"note,omitempty"`
 	// Line is the line of the step in a scenario file (0 for built-ins).
@@ -201,8 +209,11 @@ type Scenario struct {
 	Checkpoints bool `json:"checkpoints,omitempty"`
 	// ReplicationLagMS is how far the replica lags the primary (default 1000):
 	// a failover loses the lock writes of the last ReplicationLagMS.
-	ReplicationLagMS int64  `json:"replication_lag_ms,omitempty"`
-	Steps            []Step `json:"steps"`
+	ReplicationLagMS int64 `json:"replication_lag_ms,omitempty"`
+	// Nodes is how many independent Redis nodes hold the lock (0 or 1: one
+	// server; 2 to MaxNodes: Redlock, engine_redlock.go).
+	Nodes int    `json:"nodes,omitempty"`
+	Steps []Step `json:"steps"`
 }
 
 // leaseParams is the resolved lease of a scenario, in ms.
@@ -242,7 +253,11 @@ func (sc *Scenario) resolve() (leaseParams, error) {
 	if err := sc.checkFenceStart(); err != nil {
 		return leaseParams{}, err
 	}
-	return sc.Policy.resolve()
+	p, err := sc.Policy.resolve()
+	if err != nil {
+		return p, err
+	}
+	return p, sc.checkNodes(p)
 }
 
 // checkSize refuses a scenario of more than MaxSteps steps or MaxActors

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -80,5 +81,28 @@ func TestRunIssue19Actors(t *testing.T) {
 	}
 	if len(res.Lanes) != n || res.Verdict != VerdictSafe || res.EndMS != (n-1)*1000+500 {
 		t.Errorf("%d lanes, verdict %s, end %d ms", len(res.Lanes), res.Verdict, res.EndMS)
+	}
+}
+
+// BenchmarkExploreRedlock measures random exploration over node faults on
+// 5 Redlock nodes (schedules per second; docs/benchmarks.md): scenario B's
+// clock jump and partitions, the delayed restart's crash and restart.
+func BenchmarkExploreRedlock(b *testing.B) {
+	for _, name := range []string{"redlock-clock-jump", "redlock-slow-boot"} {
+		b.Run(name, func(b *testing.B) {
+			sc, err := Builtin(name, AllGuards().With("fencing", false), Overrides{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runs := 0
+			for b.Loop() {
+				res, err := Explore(context.Background(), sc, ExploreOptions{Random: true, Runs: 10000, Seed: 7})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runs += res.Schedules
+			}
+			b.ReportMetric(float64(runs)/b.Elapsed().Seconds(), "schedules/s")
+		})
 	}
 }

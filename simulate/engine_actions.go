@@ -14,6 +14,9 @@ func noted(s, note string) string {
 }
 
 func (e *engine) notHolding(a *actor) string {
+	if !e.record {
+		return "" // skip drops it: no string to build while exploring
+	}
 	if a.cancelled {
 		return "skipped: " + a.name + "'s work was cancelled"
 	}

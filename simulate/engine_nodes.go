@@ -74,7 +74,9 @@ func (e *engine) rlFault(a *actor, st *Step) {
 				e.nodes[k].down = true
 			}
 		}
-		e.nodeEvent(st, nodeList(mask)+" crashed: it answers no one; without persistence it restarts empty")
+		e.nodeEvent(st, func() string {
+			return nodeList(mask) + " crashed: it answers no one; without persistence it restarts empty"
+		})
 	case ActRestart:
 		for k := range e.nodes {
 			if mask&(1<<k) != 0 {
@@ -82,7 +84,7 @@ func (e *engine) rlFault(a *actor, st *Step) {
 				e.nodes[k].down = false
 			}
 		}
-		e.nodeEvent(st, nodeList(mask)+" restarted empty: the keys it held are gone")
+		e.nodeEvent(st, func() string { return nodeList(mask) + " restarted empty: the keys it held are gone" })
 	case ActFailover:
 		cut := e.now - e.replicationLag()
 		for k := range e.nodes {
@@ -98,21 +100,26 @@ func (e *engine) rlFault(a *actor, st *Step) {
 			}
 			e.setNode(k, restored)
 		}
-		e.nodeEvent(st, nodeList(mask)+": replica promoted; writes of the last "+fmtMS(e.replicationLag())+" are lost")
+		e.nodeEvent(st, func() string {
+			return nodeList(mask) + ": replica promoted; writes of the last " + fmtMS(e.replicationLag()) + " are lost"
+		})
 	case ActClockJump:
 		for k := range e.nodes {
 			if mask&(1<<k) != 0 {
 				e.nodes[k].jump += st.ByMS
 			}
 		}
-		e.nodeEvent(st, "the clock of "+nodeList(mask)+" steps forward "+fmtMS(st.ByMS)+": its keys end early")
+		e.nodeEvent(st, func() string {
+			return "the clock of " + nodeList(mask) + " steps forward " + fmtMS(st.ByMS) + ": its keys end early"
+		})
 	}
 	e.rlExpire()
 }
 
-func (e *engine) nodeEvent(st *Step, note string) {
+// nodeEvent records a node fault with its note (built only when recording).
+func (e *engine) nodeEvent(st *Step, note func() string) {
 	if e.record {
-		e.event(serverActor, string(st.Do), true, 0, noted(note, st.Note))
+		e.event(serverActor, string(st.Do), true, 0, noted(note(), st.Note))
 	}
 }
 

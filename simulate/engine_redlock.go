@@ -214,8 +214,10 @@ func (e *engine) rlQuorum(a *actor) {
 	q, taken := quorum(len(e.nodes)), bits.OnesCount16(a.acqTaken)
 	elapsed := e.now - a.acqStart
 	validity := e.p.lease - elapsed - e.p.margin
-	calc := fmt.Sprintf("%d of %d, quorum %d; validity %s − %s elapsed − %s drift = %s", taken, len(e.nodes), q,
-		fmtMS(e.p.lease), fmtMS(elapsed), fmtMS(e.p.margin), signedMS(validity))
+	calc := func() string {
+		return fmt.Sprintf("%d of %d, quorum %d; validity %s − %s elapsed − %s drift = %s", taken, len(e.nodes), q,
+			fmtMS(e.p.lease), fmtMS(elapsed), fmtMS(e.p.margin), signedMS(validity))
+	}
 	if taken >= q && validity > 0 {
 		e.counter++
 		gi := a.acqGrant
@@ -229,7 +231,7 @@ func (e *engine) rlQuorum(a *actor) {
 		a.renewing, a.nextRenew = e.p.renewable, a.acqStart+e.p.renewEvery
 		a.lostOpen = -1
 		if e.record {
-			e.event(a.name, "quorum", true, a.fence, calc+": acquired; fence "+strconv.FormatInt(a.fence, 10)+" from the store's counter")
+			e.event(a.name, "quorum", true, a.fence, calc()+": acquired; fence "+strconv.FormatInt(a.fence, 10)+" from the store's counter")
 		}
 		return
 	}
@@ -247,7 +249,7 @@ func (e *engine) rlQuorum(a *actor) {
 	}
 	retry := a.acqWaitUntil > e.now
 	if e.record {
-		note := calc + ": failed"
+		note := calc() + ": failed"
 		if freed != 0 {
 			note += "; released " + nodeList(freed)
 		}

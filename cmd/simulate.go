@@ -85,6 +85,12 @@ so does what a file's policy sets itself: stale-writer, unsafe-release,
 renewal-loss, duplicate-delivery, failover and clock-jump replay fixed
 incidents and ignore the policy settings.
 
+A scenario of nodes: N (a file's, or a redlock-* built-in's) takes the lock
+on N independent Redis nodes as Redlock does: SET NX PX on each, a majority
+within the validity time (lease - elapsed - drift). Node faults take node: K
+or nodes: [..]. Redlock issues no fencing token: --fencing models one durable
+counter at the store, and --fence-source redis is refused.
+
 Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
 
 const simulateExample = `  lockctl simulate --list
@@ -92,6 +98,7 @@ const simulateExample = `  lockctl simulate --list
   lockctl simulate stale-writer --fencing=false --check ttl
   lockctl simulate crash-recovery --mode ordinary -o json
   lockctl simulate failover --fence-source store -o mermaid
+  lockctl simulate redlock-clock-jump --fencing
   lockctl simulate --file incident.yaml --expect safe
   lockctl simulate renewal-loss --cancel-on-loss=false --explore --runs 10000 --seed 7
   lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 --time-scale 0.01`

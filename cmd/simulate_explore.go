@@ -31,8 +31,11 @@ func exploreTable(t *TableView, res simulate.ExploreResult) {
 			actor = "redis"
 		}
 		what := string(d.Action)
-		if len(d.Nodes) > 0 {
-			what += " of " + nodesText(d.Nodes)
+		switch {
+		case len(d.Nodes) > 0 && actor == "redis":
+			actor = nodesText(d.Nodes)
+		case len(d.Nodes) > 0:
+			what += " from " + nodesText(d.Nodes)
 		}
 		t.Line("  varied: %s's %s, %s from %s to %s", actor, what, d.Field, fmtMS(d.FromMS), fmtMS(d.ToMS))
 	}

@@ -87,7 +87,7 @@ func TestRedlockPauseValidity(t *testing.T) {
 
 // A scenario file of nodes: 5 replays scenario B as the built-in does.
 func TestRedlockScenarioBFile(t *testing.T) {
-	data, err := os.ReadFile("testdata/redlock-scenario-b.yaml")
+	data, err := os.ReadFile("../testdata/scenarios/redlock-scenario-b.yaml") // also the example of docs/redlock-debate.md
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func mermaid(res simulate.Result) string {
 	if hasSend {
 		line("participant X as Receiver")
 	}
-	prevNodes := ""
+	prevNodes := nodesCell(make([]simulate.NodeView, max(res.Nodes, 0))) // all free at the start
 	for _, e := range res.Events {
 		at := fmtMS(e.AtMS)
 		note := clean(e.Note)

@@ -338,3 +338,17 @@ func TestSimulateMermaidActorIDs(t *testing.T) {
 		ids[id] = name
 	}
 }
+
+// A Redlock run's Mermaid diagram notes each node's holder when it changes;
+// its exploration names node faults by node.
+func TestSimulateRedlockFormats(t *testing.T) {
+	out, errOut, code := execute(t, "simulate", "redlock-clock-jump", "-o", "mermaid")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden.Assert(t, []byte(out), ".mermaid")
+	out, errOut, code = execute(t, "simulate", "redlock-slow-boot", "--explore", "--grid", "3")
+	if code != 0 || !strings.Contains(out, "varied: node 3's restart, at from 0s to") || !strings.Contains(out, "varied: A's partition from nodes 4, 5, at") {
+		t.Errorf("exit %d: %s%s", code, out, errOut)
+	}
+}

@@ -254,12 +254,26 @@ func redlockNotes(sc *Scenario, res *Result, has func(Action) bool) []string {
 	return out
 }
 
+// nodeNumber reads a node count or number the schema made a whole number
+// (YAML may write it 0x5 or 5e0): decimal digits up to MaxNodes' width, or
+// a *FileError naming field.
+func nodeNumber(v *yaml.Node, field string) (int, error) {
+	k, err := strconv.Atoi(v.Value)
+	if err != nil || k > 1000 {
+		return 0, &FileError{Line: v.Line, Field: field, Msg: fmt.Sprintf("%q is not a number from 1 to %d in decimal digits", v.Value, MaxNodes)}
+	}
+	return k, nil
+}
+
 // decodeNodeList reads an event's nodes: [..] (whole numbers from 1, as the
 // schema made them), refusing one listed twice.
 func decodeNodeList(v *yaml.Node, field string) ([]int, error) {
 	var ks []int
 	for _, c := range v.Content {
-		k, _ := strconv.Atoi(c.Value)
+		k, err := nodeNumber(c, field)
+		if err != nil {
+			return nil, err
+		}
 		if slices.Contains(ks, k) {
 			return nil, &FileError{Line: c.Line, Field: field, Msg: fmt.Sprintf("node %d is listed twice", k)}
 		}

@@ -192,7 +192,7 @@ func decode(doc *yamlschema.Document) (Scenario, error) {
 		case "checkpoints":
 			sc.Checkpoints = v.Value == "true"
 		case "nodes":
-			sc.Nodes, _ = strconv.Atoi(v.Value) // the schema made it 1 to 9
+			sc.Nodes, err = nodeNumber(v, "nodes")
 		case "replication_lag":
 			var d time.Duration
 			d, err = duration(v, "replication_lag", true)
@@ -332,7 +332,8 @@ func decodeStep(n *yaml.Node, i int) (Step, error) {
 		case "key":
 			st.Key = v.Value
 		case "node":
-			k, _ := strconv.Atoi(v.Value) // the schema made it a whole number from 1
+			var k int
+			k, err = nodeNumber(v, field)
 			st.Nodes = []int{k}
 		case "nodes":
 			st.Nodes, err = decodeNodeList(v, field)

@@ -167,3 +167,76 @@ func TestRedlockExplore(t *testing.T) {
 		t.Errorf("counterexample replays %s on %d nodes", r.Verdict, r.Nodes)
 	}
 }
+
+// Renewals over 3 nodes: a majority keeps the lease; cut off from two
+// nodes the renewer cannot reach a majority, so cancel-on-loss stops the
+// work before the lease could have passed on, and B takes over. A node's
+// failover loses A's key there without costing A its majority.
+func TestRedlockRenewFailover(t *testing.T) {
+	sc, err := ParseFile([]byte(`name: renew
+nodes: 3
+policy: {lease: 10s, renew_every: 3s}
+replication_lag: 2s
+events:
+  - {at: 0s, actor: A, do: acquire}
+  - {at: 0s, actor: A, do: work, for: 30s}
+  - {at: 1s, do: failover, node: 3}
+  - {at: 4s, actor: A, do: partition, nodes: [1, 2], for: 20s}
+  - {at: 14s, actor: B, do: acquire, wait: 5s}
+  - {at: 14s, actor: B, do: release}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, sc)
+	if e := find(t, r, 1000, "redis", "failover"); e.Nodes[2].Holder != "" || e.Lock == nil || e.Lock.Holder != "A" {
+		t.Errorf("failover of node 3: %+v", e)
+	}
+	if e := find(t, r, 3000, "A", "renew"); !e.OK || e.Note != "PEXPIRE 10s on nodes 1, 2" {
+		t.Errorf("renewal at 3s: %+v", e)
+	}
+	if e := find(t, r, 6000, "A", "renew"); e.OK || !strings.HasPrefix(e.Note, "cannot reach a majority (nodes 1, 2 unreachable)") {
+		t.Errorf("renewal at 6s: %+v", e)
+	}
+	if e := find(t, r, 12898, "A", "cancel"); !e.OK {
+		t.Errorf("cancel at 12.898s: %+v", e)
+	}
+	if e := find(t, r, 14000, "B", "quorum"); !e.OK {
+		t.Errorf("B's quorum at 14s: %+v", e)
+	}
+	if r.Verdict != VerdictSafe {
+		t.Errorf("verdict %s: %v", r.Verdict, r.Violations)
+	}
+}
+
+// Without owner checks a late release deletes the next holder's keys on
+// every node it reaches; with them it is refused node by node.
+func TestRedlockBlindRelease(t *testing.T) {
+	file := `name: blind
+nodes: 3
+policy: {lease: 10s}
+guards: {owner_check: %s}
+events:
+  - {at: 0s, actor: A, do: acquire}
+  - {at: 1s, actor: A, do: pause, for: 14s}
+  - {at: 1s, actor: A, do: release}
+  - {at: 11s, actor: B, do: acquire}
+  - {at: 11s, actor: B, do: work, for: 10s}
+`
+	for _, tc := range []struct{ check, note, code string }{
+		{"false", "blind DEL deleted B's key on nodes 1, 2, 3", CodeForeignRelease},
+		{"true", "refused on nodes 1, 2, 3: not owner (B holds it)", ""},
+	} {
+		sc, err := ParseFile([]byte(strings.Replace(file, "%s", tc.check, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, sc)
+		if e := find(t, r, 15000, "A", "release"); e.Note != tc.note {
+			t.Errorf("owner_check %s: release %+v", tc.check, e)
+		}
+		if _, ok := violation(r, CodeForeignRelease); ok != (tc.code != "") {
+			t.Errorf("owner_check %s: %v", tc.check, r.Violations)
+		}
+	}
+}

@@ -201,7 +201,10 @@ func BuiltinNames() []string {
 
 // Builtin returns the built-in scenario called name with guards g and the
 // overrides applied. It returns an error naming the value when the name is
-// unknown or an override makes no valid lease.
+// unknown, an override makes no valid lease, or --fence-source redis meets
+// a Redlock built-in (checkNodes). g is taken as given: lockctl passes
+// fencing off for a Redlock built-in unless --fencing is given, since
+// Redlock issues no fencing token.
 func Builtin(name string, g Guards, o Overrides) (Scenario, error) {
 	i := slices.IndexFunc(builtins, func(b builtin) bool { return b.info.Name == name })
 	if i < 0 {

@@ -100,7 +100,7 @@ type engine struct {
 
 	now  int64
 	lock lockState
-	// nodes are the Redlock nodes (nil with one server).
+	// nodes are the Redlock nodes (none with one server).
 	nodes     []rnode
 	jump      int64
 	counter   int64

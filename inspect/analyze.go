@@ -44,6 +44,12 @@ type Value struct {
 	// no longer Bytes: a new holder acquired the key between the reads,
 	// so the counter was read after it issued a newer fence.
 	Changed bool
+	// Top is a zset's highest-scored member and its score, read apart
+	// from Items' bound (ZRANGE -1 -1 WITHSCORES); nil elsewhere.
+	Top []string
+	// ReadAtMS is the reader's clock when it read the key (Unix ms), 0
+	// unknown; it judges holders' expiries kept in scores (semaphore.go).
+	ReadAtMS int64
 }
 
 // Exists reports whether the key was there.
@@ -66,6 +72,9 @@ type Options struct {
 	// the configured fence template (nil: only the built-in names, "…:fence"
 	// and the seed platform's "…:FencingToken").
 	IsFenceKey func(key string) bool
+	// Permits is the most holders a semaphore or shared lock may admit
+	// (--permits); more live ones is OVER_ADMITTED. 0: not checked.
+	Permits int64
 }
 
 func (o Options) leaseCap() time.Duration {
@@ -91,6 +100,8 @@ const (
 	RoleOwner   = "owner"
 	RoleExpire  = "expire"
 	RoleDigest  = "digest"
+	// RolePermits is a semaphore's counter of available permits (semaphore.go).
+	RolePermits = "permits_counter"
 )
 
 type companionKey struct {
@@ -129,6 +140,8 @@ func companions(key string, v Value, opts Options) []companionKey {
 		case strings.HasPrefix(key, "lock:"):
 			return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
 		}
+	case "zset":
+		return zsetCompanions(key)
 	}
 	return nil
 }
@@ -216,6 +229,8 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		d.detectString()
 	case "hash":
 		d.detectHash()
+	case "zset":
+		d.detectZset()
 	default:
 		l.add(FindingWrongType, SeverityError, "a %s: no lock library keeps a lock in a %s", v.Type, v.Type)
 	}
@@ -234,6 +249,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	if l.OwnerCheck == "NOT_OWNED" && v.Type == "string" && !v.Truncated && string(v.Bytes) == string(opts.ExpectOwner) {
 		l.OwnerCheck = "OWNED" // the whole value, as unlock --owner takes it
 	}
+	l.checkShared(opts)
 	return l
 }
 
@@ -266,6 +282,9 @@ type detection struct {
 	used map[string]bool
 	// valueTTL says the layout keeps its expiry in a value (no Redis TTL by design).
 	valueTTL bool
+	// memberTTL says each holder's expiry is in its zset score and expired
+	// members are reclaimed by the next acquire: no Redis TTL by design.
+	memberTTL bool
 }
 
 // companion marks role as one the layout has and returns its key, what was
@@ -368,6 +387,8 @@ const (
 	FindingWrongType      = "WRONG_TYPE"
 	FindingAbsent         = "ABSENT"
 	FindingTTLUnitMixup   = "TTL_UNIT_MIXUP"
+	FindingOverAdmitted   = "OVER_ADMITTED"
+	FindingStaleHolders   = "STALE_HOLDERS"
 )
 
 // reasons are the one-line "why it matters" of each finding code.
@@ -384,6 +405,8 @@ var reasons = map[string]string{
 	FindingWrongType:      "the key holds a type no lock library uses: another feature shares the lock's key name",
 	FindingAbsent:         "nobody holds the lock (or the key template does not match the one the application uses)",
 	FindingTTLUnitMixup:   "a crashed holder blocks the key for as good as ever; a TTL of a year or more is a unit mix-up (a Go time.Duration, in ns, passed as seconds)",
+	FindingOverAdmitted:   "more holders run at once than the semaphore or lock allows: the work it guards is no longer limited",
+	FindingStaleHolders:   "a holder's lease ran out without a release (a crash, or a lost refresh); its permit is reclaimed only by the next acquire",
 }
 
 func (l *Lock) add(code string, sev Severity, format string, args ...any) {
@@ -400,6 +423,7 @@ func (l *Lock) add(code string, sev Severity, format string, args ...any) {
 // findings adds the findings that do not depend on the layout's own rules.
 func (l *Lock) findings(d *detection, opts Options) {
 	switch {
+	case l.PTTLMS == -1 && d.memberTTL:
 	case l.PTTLMS == -1 && d.valueTTL:
 		l.add(FindingNoTTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
 		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"

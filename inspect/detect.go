@@ -403,6 +403,7 @@ func (d *detection) detectHash() {
 	case mode != "":
 		d.setLayout("redisson-rw", Certain)
 		h.Mode = mode
+		d.redissonRWHolders(mode, holders)
 	default:
 		d.setLayout("redisson", Certain)
 		if _, _, ok := d.peek(RoleFence); ok {

@@ -146,8 +146,15 @@ type Lock struct {
 	HoldCount *int64 `json:"hold_count"`
 	Fence     *Fence `json:"fence"`
 	// Waiters are the queued owners of a layout with a wait queue.
-	Waiters    []string    `json:"waiters,omitempty"`
-	Companions []Companion `json:"companions,omitempty"`
+	Waiters []string `json:"waiters,omitempty"`
+	// Holders, PermitsInUse and Permits describe a semaphore or shared
+	// lock (semaphore.go, docs/layouts.md): every holder read, oldest
+	// first; the live permits taken (null when a bounded read cannot
+	// tell); the semaphore's size when the layout stores it.
+	Holders      []SharedHolder `json:"holders,omitempty"`
+	PermitsInUse *int64         `json:"permits_in_use,omitempty"`
+	Permits      *int64         `json:"permits,omitempty"`
+	Companions   []Companion    `json:"companions,omitempty"`
 	// ValueBytes is the size of the value (STRLEN, HLEN, LLEN, ...).
 	ValueBytes int64 `json:"value_size"`
 	// Truncated says only part of a large value was read.
@@ -157,6 +164,9 @@ type Lock struct {
 	// (Unix ms), 0 when it was estimated or there is no TTL; for watch
 	// (SampleOf).
 	serverExpireAtMS int64
+	// permitsMin is the fewest live permits a semaphore's bounded read
+	// proves taken, for --permits when PermitsInUse is unknown.
+	permitsMin int64
 }
 
 // HexIfNotUTF8 returns s's bytes in lowercase hex when s is not valid UTF-8,

@@ -33,8 +33,9 @@ const (
 // IDLETIME and GETRANGE 0 MaxValueBytes-1 (a string value is never read
 // past the bound); round 2 STRLEN of the strings that filled the bound, the
 // sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
-// SCARD + SSCAN, ZCARD + ZRANGE), the detected layouts' companion keys and,
-// after its fence counter, a lockctl value again (Value.Changed).
+// SCARD + SSCAN, ZCARD + ZRANGE 0 MaxItems-1 and ZRANGE -1 -1), the
+// detected layouts' companion keys and, after its fence counter, a lockctl
+// value again (Value.Changed).
 // It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options
@@ -196,7 +197,7 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 	return vals, comp, err
 }
 
-type itemCmds struct{ size, items *redis.Cmd }
+type itemCmds struct{ size, items, top *redis.Cmd }
 
 // compCmds are the reads of one companion key. strict: it is the fence
 // counter of a lockctl value, which a refused read leaves unknown (an error,
@@ -261,13 +262,15 @@ func (q *round2) queueItems(ctx context.Context, i int, k string, v Value) {
 			ic = &itemCmds{size: p.Do(ctx, "strlen", k)}
 		}
 	case "hash":
-		ic = &itemCmds{p.Do(ctx, "hlen", k), p.Do(ctx, "hscan", k, 0, "count", n)}
+		ic = &itemCmds{size: p.Do(ctx, "hlen", k), items: p.Do(ctx, "hscan", k, 0, "count", n)}
 	case "list":
-		ic = &itemCmds{p.Do(ctx, "llen", k), p.Do(ctx, "lrange", k, 0, n-1)}
+		ic = &itemCmds{size: p.Do(ctx, "llen", k), items: p.Do(ctx, "lrange", k, 0, n-1)}
 	case "set":
-		ic = &itemCmds{p.Do(ctx, "scard", k), p.Do(ctx, "sscan", k, 0, "count", n)}
+		ic = &itemCmds{size: p.Do(ctx, "scard", k), items: p.Do(ctx, "sscan", k, 0, "count", n)}
 	case "zset":
-		ic = &itemCmds{p.Do(ctx, "zcard", k), p.Do(ctx, "zrange", k, 0, n-1, "withscores")}
+		// The top member too: a semaphore's newest holder dates its lease.
+		ic = &itemCmds{size: p.Do(ctx, "zcard", k), items: p.Do(ctx, "zrange", k, 0, n-1, "withscores"),
+			top: p.Do(ctx, "zrange", k, -1, -1, "withscores")}
 	}
 	if ic != nil {
 		q.items[i] = ic
@@ -282,7 +285,7 @@ func (q *round2) decodeItems(vals []Value) error {
 		if ic == nil {
 			continue
 		}
-		if err := refused(q.keys[i], ic.size, ic.items); err != nil {
+		if err := refused(q.keys[i], ic.size, ic.items, ic.top); err != nil {
 			return err
 		}
 		v := &vals[i]
@@ -304,13 +307,12 @@ func (q *round2) decodeItems(vals []Value) error {
 		case "set":
 			v.Items = capItems(scanItems(ic.items), n)
 			v.Truncated = v.Size > int64(len(v.Items))
+		case "zset":
+			v.Items, v.Top = zsetItems(ic.items), zsetItems(ic.top)
+			v.Truncated = v.Size > int64(len(v.Items)/2)
 		default:
 			v.Items, _ = ic.items.StringSlice()
-			count := int64(len(v.Items))
-			if v.Type == "zset" {
-				count /= 2
-			}
-			v.Truncated = v.Size > count
+			v.Truncated = v.Size > int64(len(v.Items))
 		}
 	}
 	return nil
@@ -332,7 +334,7 @@ func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 		switch c.Role {
 		case RoleQueue:
 			cc.lrange = q.pipe.Do(ctx, "lrange", ck, 0, q.r.maxItems()-1)
-		case RoleFence, RoleOwner, RoleExpire, RoleDigest:
+		case RoleFence, RoleOwner, RoleExpire, RoleDigest, RolePermits:
 			cc.get = q.pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
 		}
 		q.comps[ck] = cc

@@ -1,0 +1,438 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/redis/go-redis/v9"
+)
+
+// SharedHolder is one holder of a semaphore or shared (read/write) lock
+// (docs/layouts.md, "Semaphores and shared locks"). Times are RFC 3339
+// (UTC, ms precision); durations are ms.
+type SharedHolder struct {
+	// Owner is the holder's token as the library hands it out: the
+	// identifier (redis-semaphore, its "_<n>" suffixes folded), the token
+	// (Symfony Lock), the permit id in hex (Redisson) or "<uuid>:<thread>".
+	Owner string `json:"owner"`
+	// OwnerHex is Owner's bytes in hex when they are not printable.
+	OwnerHex string `json:"owner_hex,omitempty"`
+	// Mode is "read" or "write" for a shared lock, "" for a semaphore.
+	Mode string `json:"mode,omitempty"`
+	// Permits is how many permits the holder takes (a MultiSemaphore's members).
+	Permits int64 `json:"permits"`
+	// HoldCount is a reentrant hold count (Redisson), else null.
+	HoldCount *int64 `json:"hold_count,omitempty"`
+	// AcquiredAt and AgeMS: the holder's acquire or last refresh, where the
+	// layout scores it (redis-semaphore).
+	AcquiredAt string `json:"acquired_at,omitempty"`
+	AgeMS      *int64 `json:"age_ms,omitempty"`
+	// ExpiresAt and TTLMS: when the holder's lease ends; TTLMS is negative
+	// for a holder that expired that long ago.
+	ExpiresAt string `json:"expires_at,omitempty"`
+	TTLMS     *int64 `json:"ttl_ms,omitempty"`
+	// Expired says the lease ended but the member is still there: the
+	// library removes it at its next acquire, until then it is stale.
+	Expired bool `json:"expired"`
+}
+
+// Scores a layout writes as Unix ms: later than 2001-09-09, before 2100.
+const (
+	minEpochMS = 1e12
+	maxEpochMS = 4102444800000
+)
+
+// redissonNoLease is RedissonPermitExpirableSemaphore's nonExpirableTimeout,
+// the score of a permit taken without a lease time.
+const redissonNoLease = 922337203685477
+
+// zmember is one zset member with its score.
+type zmember struct {
+	name  string
+	score float64
+}
+
+// zmembers pairs a ZRANGE WITHSCORES reply; false when a score is no number.
+func zmembers(items []string) ([]zmember, bool) {
+	out := make([]zmember, 0, len(items)/2)
+	for i := 0; i+1 < len(items); i += 2 {
+		f, err := strconv.ParseFloat(items[i+1], 64)
+		if err != nil || math.IsNaN(f) {
+			return nil, false
+		}
+		out = append(out, zmember{items[i], f})
+	}
+	return out, true
+}
+
+// zsetCompanions is the counter of available permits next to a Redisson
+// RPermitExpirableSemaphore's timeout zset: RedissonObject.suffixName(name,
+// "timeout") is "{name}:timeout", or "name:timeout" when name has a '{'.
+func zsetCompanions(key string) []companionKey {
+	base, ok := strings.CutSuffix(key, ":timeout")
+	if !ok || !strings.Contains(base, "{") {
+		return nil
+	}
+	if inner, ok := strings.CutPrefix(base, "{"); ok && strings.HasSuffix(inner, "}") && !strings.ContainsAny(inner[:len(inner)-1], "{}") {
+		base = inner[:len(inner)-1]
+	}
+	return []companionKey{{RolePermits, base}}
+}
+
+// detectZset tells which semaphore or shared lock wrote a zset; a zset no
+// layout explains stays WRONG_TYPE.
+func (d *detection) detectZset() {
+	ms, ok := zmembers(d.v.Items)
+	if ok && len(ms) > 0 {
+		switch {
+		case strings.HasPrefix(d.key, "semaphore:") && d.redisSemaphore(ms):
+		case d.symfonyLock(ms):
+		case strings.HasSuffix(d.key, ":timeout") && d.redissonPermits(ms):
+		default:
+			ok = false
+		}
+	}
+	if !ok || len(ms) == 0 {
+		d.lock.add(FindingWrongType, SeverityError, "a zset whose members and scores no semaphore or shared lock writes (redis-semaphore, Symfony Lock, Redisson)")
+		return
+	}
+	d.staleHolders()
+}
+
+// redisSemaphore, redis-semaphore (npm) 5.8.0, src/semaphore/acquire/lua.ts
+// and src/multiSemaphore/acquire/lua.ts: key "semaphore:<name>", ZADD
+// <now ms> <identifier> (Semaphore) or <identifier>_0 .. _<permits-1>
+// (MultiSemaphore), then PEXPIRE <lockTimeout> on the key; identifier
+// crypto.randomUUID() (src/Lock.ts), lockTimeout 10000 by default
+// (src/misc.ts); an acquire or refresh first removes the members scored
+// below now - lockTimeout. The lease is not stored: the key's expiry minus
+// the newest score is the lockTimeout of its last acquire or refresh.
+func (d *detection) redisSemaphore(ms []zmember) bool {
+	top := ms[len(ms)-1].score
+	if t, ok := zmembers(d.v.Top); ok && len(t) == 1 {
+		top = max(top, t[0].score)
+	}
+	for _, m := range ms {
+		if m.score < minEpochMS || m.score > maxEpochMS || m.score != math.Trunc(m.score) {
+			return false
+		}
+	}
+	var leaseMS int64
+	if d.v.PTTL >= 0 && d.v.ExpireAtMS > int64(top) {
+		leaseMS = d.v.ExpireAtMS - int64(top)
+	}
+	conf := Certain
+	index := map[string]int{}
+	lastLive := false
+	for _, m := range ms {
+		owner, multi := semaphoreIdentifier(m.name)
+		if !multi && !isUUIDPrefixed(owner) {
+			conf = Likely // a custom identifier
+		}
+		acq := int64(m.score)
+		exp := int64(0)
+		if leaseMS > 0 {
+			exp = acq + leaseMS
+		}
+		h, seen := index[owner]
+		if !seen || !multi {
+			index[owner] = len(d.lock.Holders)
+			d.addHolder(owner, "", acq, exp)
+			h = len(d.lock.Holders) - 1
+		} else {
+			d.lock.Holders[h].Permits++
+		}
+		lastLive = !d.lock.Holders[h].Expired
+	}
+	d.setLayout("redis-semaphore", conf)
+	d.inUse(lastLive, true)
+	return true
+}
+
+// semaphoreIdentifier folds a MultiSemaphore member "<identifier>_<n>" to
+// its identifier when that is the library's default (a UUID, with an
+// optional "-<suffix>"); other members are a Semaphore's identifier.
+func semaphoreIdentifier(m string) (string, bool) {
+	i := strings.LastIndexByte(m, '_')
+	if i > 0 && isDigits(m[i+1:]) && isUUIDPrefixed(m[:i]) {
+		return m[:i], true
+	}
+	return m, false
+}
+
+// isUUIDPrefixed reports redis-semaphore's getIdentifier(): a UUID, or a
+// UUID, '-' and the identifierSuffix option.
+func isUUIDPrefixed(s string) bool {
+	return len(s) >= 36 && isUUID(s[:36]) && (len(s) == 36 || s[36] == '-' && len(s) > 37)
+}
+
+// symfonyWrite is the member Symfony Lock's RedisStore adds for a write lock.
+const symfonyWrite = "__write__"
+
+// symfonyLock, Symfony Lock's RedisStore (symfony/lock v5.4.40, as Debian
+// 12 ships 5.4.53, and v7.1.1, Store/RedisStore.php): the key is the
+// resource name; save() (a write lock) ZADDs <expiry ms> <token> and the
+// same score for "__write__", saveRead() ZADDs <expiry ms> <token> (no
+// "__write__"); the score is now + ttl (TIME on Redis 5+), the key's
+// PEXPIREAT the highest score; token base64_encode(random_bytes(32));
+// initialTtl 300 s by default. A write lock admits its token alone.
+func (d *detection) symfonyLock(ms []zmember) bool {
+	var write *zmember
+	tokens := 0
+	for i, m := range ms {
+		switch {
+		case m.score < minEpochMS || m.score > maxEpochMS:
+			return false
+		case m.name == symfonyWrite:
+			write = &ms[i]
+		case isSymfonyToken(m.name):
+			tokens++
+		default:
+			return false
+		}
+	}
+	if tokens == 0 {
+		return false
+	}
+	conf := Likely
+	if write != nil {
+		conf = Certain
+	}
+	d.setLayout("symfony-lock", conf)
+	var live int64
+	lastLive := false
+	writer := -1
+	for _, m := range ms {
+		if m.name == symfonyWrite {
+			continue
+		}
+		mode := "read"
+		if write != nil && m.score == write.score && writer < 0 {
+			mode, writer = "write", len(d.lock.Holders)
+		}
+		d.addHolder(m.name, mode, 0, int64(m.score))
+		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
+		if lastLive {
+			live++
+		}
+	}
+	if writer >= 0 && !d.lock.Holders[writer].Expired {
+		d.setOwner([]byte(d.lock.Holders[writer].Owner))
+		if live > 1 {
+			d.lock.add(FindingOverAdmitted, SeverityError, "a write lock and %d other live holders at once: a write lock admits its holder alone", live-1)
+		}
+	}
+	// "__write__" may be among the members past the bound: exact only when all were read.
+	d.inUse(lastLive, !d.v.Truncated)
+	return true
+}
+
+// isSymfonyToken reports base64_encode(random_bytes(32)): 43 characters of
+// the standard alphabet, the last with its 2 low bits zero, then "=".
+func isSymfonyToken(s string) bool {
+	if len(s) != 44 || s[43] != '=' || strings.IndexByte("AEIMQUYcgkosw048", s[42]) < 0 {
+		return false
+	}
+	for i := 0; i < 42; i++ {
+		if strings.IndexByte(stdAlphabet, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// redissonPermits, Redisson's RedissonPermitExpirableSemaphore
+// (redisson-4.7.0, redisson/src/main/java/org/redisson/
+// RedissonPermitExpirableSemaphore.java): the string key "<name>" counts
+// the available permits (SET by trySetPermits, DECRBY on acquire), the zset
+// "{<name>}:timeout" holds each permit taken: member the 16 random bytes of
+// its id (ServiceManager.generateId, handed out in hex), score its expiry
+// in ms (now + leaseTime) or 922337203685477 without a lease; an acquire
+// gives expired ids back to the counter first. The zset gets the counter's
+// TTL, none by default.
+func (d *detection) redissonPermits(ms []zmember) bool {
+	if zsetCompanions(d.key) == nil {
+		return false
+	}
+	for _, m := range ms {
+		if len(m.name) != 16 || m.score != math.Trunc(m.score) || (m.score < minEpochMS || m.score > maxEpochMS) && m.score != redissonNoLease {
+			return false
+		}
+	}
+	d.memberTTL = true
+	conf := Likely
+	if _, cv, ok := d.companion(RolePermits); ok && cv.Type == "string" {
+		if n, isInt := incrInt(cv.Bytes); isInt {
+			conf = Certain
+			d.lock.Permits = ptr(n + d.v.Size)
+		}
+	}
+	d.setLayout("redisson-permit-semaphore", conf)
+	lastLive := false
+	for _, m := range ms {
+		exp := int64(m.score)
+		if m.score == redissonNoLease {
+			exp = 0
+		}
+		d.addHolder(hex.EncodeToString([]byte(m.name)), "", 0, exp)
+		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
+	}
+	d.inUse(lastLive, true)
+	return true
+}
+
+// redissonRWHolders lists a Redisson RReadWriteLock's holders
+// (redisson-4.7.0, RedissonReadLock.java, RedissonWriteLock.java): hash
+// field "mode" read|write, each holder "<uuid>:<threadId>" (":write" for
+// the writer) with its hold count. A write lock admits one thread (which
+// may also hold read locks); each read hold's lease is a key of its own,
+// not read here.
+func (d *detection) redissonRWHolders(mode string, fields [][2]string) {
+	threads := map[string]bool{}
+	for _, f := range fields {
+		n, _ := parseInt(f[1])
+		m := "read"
+		if strings.HasSuffix(f[0], ":write") {
+			m = "write"
+		}
+		d.addHolder(f[0], m, 0, 0)
+		d.lock.Holders[len(d.lock.Holders)-1].HoldCount = ptr(n)
+		threads[strings.TrimSuffix(f[0], ":write")] = true
+	}
+	if mode == "write" && len(threads) > 1 {
+		d.lock.add(FindingOverAdmitted, SeverityError, "mode write with %d threads holding it: a write lock admits one thread", len(threads))
+	}
+	d.lock.permitsMin = int64(len(threads))
+	if !d.v.Truncated {
+		d.lock.PermitsInUse = ptr(int64(len(threads)))
+	}
+}
+
+// addHolder appends a holder acquired at acqMS and expiring at expMS (Unix
+// ms, 0 unknown), judged by the read's clock.
+func (d *detection) addHolder(owner, mode string, acqMS, expMS int64) {
+	h := SharedHolder{Owner: owner, Mode: mode, Permits: 1}
+	if !printable([]byte(owner)) {
+		h.Owner, h.OwnerHex = "", hex.EncodeToString([]byte(owner))
+	}
+	now := d.nowMS()
+	if acqMS > 0 {
+		h.AcquiredAt = rfc3339ms(time.UnixMilli(acqMS))
+		if now > 0 {
+			h.AgeMS = ptr(now - acqMS)
+		}
+	}
+	if expMS > 0 {
+		h.ExpiresAt = rfc3339ms(time.UnixMilli(expMS))
+		if now > 0 {
+			h.TTLMS = ptr(expMS - now)
+			h.Expired = expMS <= now
+		}
+	}
+	d.lock.Holders = append(d.lock.Holders, h)
+}
+
+// nowMS is the instant the key was read (Unix ms): the server's, from
+// PEXPIRETIME - PTTL, else the reader's clock; 0 unknown.
+func (d *detection) nowMS() int64 {
+	if d.v.PTTL >= 0 && d.v.ExpireAtMS > 0 {
+		return d.v.ExpireAtMS - d.v.PTTL
+	}
+	return d.v.ReadAtMS
+}
+
+// inUse sets the permits in use from the live ones read. Members past the
+// read bound score above every one read and expire later: when the last
+// one read is live, so are they (exact unless unreadKnown is false).
+func (d *detection) inUse(lastLive, unreadKnown bool) {
+	var permits int64
+	for _, h := range d.lock.Holders {
+		if !h.Expired {
+			permits += h.Permits
+		}
+	}
+	d.lock.permitsMin = permits
+	read := int64(len(d.v.Items) / 2)
+	switch {
+	case !d.v.Truncated:
+		d.lock.PermitsInUse = ptr(permits)
+	case lastLive && unreadKnown:
+		d.lock.PermitsInUse = ptr(permits + d.v.Size - read)
+		d.lock.permitsMin = *d.lock.PermitsInUse
+	}
+}
+
+// staleHolders adds STALE_HOLDERS for members whose lease ended.
+func (d *detection) staleHolders() {
+	n, oldest := 0, int64(0)
+	for _, h := range d.lock.Holders {
+		if h.Expired {
+			n++
+			oldest = min(oldest, *h.TTLMS)
+		}
+	}
+	if n > 0 {
+		d.lock.add(FindingStaleHolders, SeverityInfo, "%d of %d holders expired without a release, the oldest %s ago",
+			n, len(d.lock.Holders), lockcore.FormatDuration(time.Duration(-oldest)*time.Millisecond))
+	}
+}
+
+// checkShared judges a semaphore or shared lock against opts: more live
+// permits than --permits is OVER_ADMITTED, and --owner is OWNED when any
+// live holder has that token.
+func (l *Lock) checkShared(opts Options) {
+	if l.Holders == nil {
+		return
+	}
+	if opts.Permits > 0 && l.permitsMin > opts.Permits {
+		what := fmt.Sprintf("%d permits in use", l.permitsMin)
+		if l.PermitsInUse == nil {
+			what = fmt.Sprintf("at least %d permits in use", l.permitsMin)
+		}
+		l.add(FindingOverAdmitted, SeverityError, "%s, over the %d --permits allows", what, opts.Permits)
+	}
+	if l.OwnerCheck != "NOT_OWNED" {
+		return
+	}
+	for _, h := range l.Holders {
+		if !h.Expired && (h.Owner == string(opts.ExpectOwner) && h.Owner != "" || h.OwnerHex != "" && h.OwnerHex == hex.EncodeToString(opts.ExpectOwner)) {
+			l.OwnerCheck = "OWNED"
+			return
+		}
+	}
+}
+
+// zsetItems flattens a ZRANGE WITHSCORES reply to member, score, member,
+// score...: RESP2 sends it flat with scores as strings, RESP3 as
+// [member, score] pairs with scores as doubles.
+func zsetItems(c *redis.Cmd) []string {
+	raw, err := c.Slice()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, 2*len(raw))
+	for _, x := range raw {
+		switch e := x.(type) {
+		case []any:
+			if len(e) == 2 {
+				out = append(out, fmt.Sprint(e[0]), scoreText(e[1]))
+			}
+		default:
+			out = append(out, fmt.Sprint(e))
+		}
+	}
+	return out
+}
+
+// scoreText is a RESP3 double (or a RESP2 string) as ZSCORE prints it.
+func scoreText(x any) string {
+	if f, ok := x.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(x)
+}

@@ -1,0 +1,294 @@
+package inspect_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/redis/go-redis/v9"
+)
+
+// Each layout below is written with the commands its library's scripts send,
+// the values taken from the source named in the test (also in
+// inspect/semaphore.go and docs/layouts.md):
+//   - redis-semaphore (npm) 5.8.0, lib/semaphore/acquire/lua.js,
+//     lib/multiSemaphore/acquire/lua.js, lib/Lock.js, lib/misc.js;
+//   - symfony/lock v5.4.40 (Debian 12: 5.4.53) and v7.1.1, Store/RedisStore.php;
+//   - redisson/redisson tag redisson-4.7.0,
+//     RedissonPermitExpirableSemaphore.java, RedissonReadLock.java,
+//     RedissonWriteLock.java.
+
+// semaphoreAcquire replays redis-semaphore's acquire script for members
+// taken scoreAgo ago, as that call left the key: ZADD <Date.now()> member...
+// then PEXPIRE <lockTimeout> (default 10000 ms), run scoreAgo before now.
+// Calls go oldest first; a later call's PEXPIRE replaces an earlier one's.
+func semaphoreAcquire(t *testing.T, c *redis.Client, key string, scoreAgo time.Duration, members ...string) {
+	t.Helper()
+	at := time.Now().Add(-scoreAgo).UnixMilli()
+	for _, m := range members {
+		must(t, c.ZAdd(ctx, key, redis.Z{Score: float64(at), Member: m}).Err())
+	}
+	if at+10000 > time.Now().UnixMilli() {
+		must(t, c.PExpireAt(ctx, key, time.UnixMilli(at+10000)).Err())
+	}
+}
+
+// multiMembers is a MultiSemaphore's members for permits: "<identifier>_<i>".
+func multiMembers(id string, permits int) []string {
+	out := make([]string, permits)
+	for i := range out {
+		out[i] = id + "_" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// symfonyToken is Symfony's RedisStore::getUniqueToken: base64_encode(random_bytes(32)).
+func symfonyToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// symfonySave replays Symfony's save() (write) or saveRead() (read): ZADD
+// <now+ttl ms> token (and "__write__" for a write lock, which saveRead
+// removes), then PEXPIREAT the key at its highest score. expiresIn is the
+// holder's remaining lease (negative: expired, not yet removed).
+func symfonySave(t *testing.T, c *redis.Client, key, token string, write bool, expiresIn time.Duration) {
+	t.Helper()
+	score := float64(time.Now().Add(expiresIn).UnixMilli())
+	must(t, c.ZAdd(ctx, key, redis.Z{Score: score, Member: token}).Err())
+	if write {
+		must(t, c.ZAdd(ctx, key, redis.Z{Score: score, Member: "__write__"}).Err())
+	} else {
+		must(t, c.ZRem(ctx, key, "__write__").Err())
+	}
+	top := c.ZRevRangeWithScores(ctx, key, 0, 0).Val()[0].Score
+	must(t, c.PExpireAt(ctx, key, time.UnixMilli(int64(top))).Err())
+}
+
+func holderOwners(l inspect.Lock) []string {
+	var out []string
+	for _, h := range l.Holders {
+		o := h.Owner
+		if o == "" {
+			o = "hex:" + h.OwnerHex
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func inUse(l inspect.Lock) int64 {
+	if l.PermitsInUse == nil {
+		return -1
+	}
+	return *l.PermitsInUse
+}
+
+func TestRedisSemaphore(t *testing.T) {
+	c := client(t)
+	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	crashed, a, b := guid(), guid(), guid()
+	// crashed took a permit 12 s ago and never refreshed; a and b hold.
+	semaphoreAcquire(t, c, key, 12*time.Second, crashed)
+	semaphoreAcquire(t, c, key, 4*time.Second, a)
+	semaphoreAcquire(t, c, key, 2*time.Second, b)
+	l := readOne(t, c, key, inspect.Options{})
+	if l.Layout.Name != "redis-semaphore" || l.Layout.Confidence != inspect.Certain {
+		t.Fatalf("layout %+v findings %v", l.Layout, l.Findings)
+	}
+	if hasFinding(l, inspect.FindingWrongType) || !hasFinding(l, inspect.FindingStaleHolders) || hasFinding(l, inspect.FindingOverAdmitted) || hasFinding(l, inspect.FindingSubsecondLease) {
+		t.Errorf("findings %v", l.Findings)
+	}
+	if got := strings.Join(holderOwners(l), ","); got != crashed+","+a+","+b {
+		t.Errorf("holders %s, want oldest first", got)
+	}
+	if inUse(l) != 2 || l.Permits != nil {
+		t.Errorf("permits in use %d, permits %v", inUse(l), l.Permits)
+	}
+	h := l.Holders[0]
+	if !h.Expired || h.TTLMS == nil || *h.TTLMS > -1500 || *h.TTLMS < -2500 || *h.AgeMS < 11500 {
+		t.Errorf("crashed holder %+v: want expired ~2s ago (lockTimeout 10s, taken from the key's TTL)", h)
+	}
+	h = l.Holders[2]
+	if h.Expired || *h.TTLMS < 7500 || *h.TTLMS > 8500 || *h.AgeMS < 1500 || *h.AgeMS > 2500 || h.Permits != 1 {
+		t.Errorf("live holder %+v", h)
+	}
+	if l := readOne(t, c, key, inspect.Options{Permits: 1}); !hasFinding(l, inspect.FindingOverAdmitted) || findingSeverity(l, inspect.FindingOverAdmitted) != inspect.SeverityError {
+		t.Errorf("--permits 1: findings %v", l.Findings)
+	}
+	if l := readOne(t, c, key, inspect.Options{Permits: 2}); hasFinding(l, inspect.FindingOverAdmitted) {
+		t.Errorf("--permits 2: findings %v", l.Findings)
+	}
+	if l := readOne(t, c, key, inspect.Options{ExpectOwner: []byte(b)}); l.OwnerCheck != "OWNED" {
+		t.Errorf("--owner of a live holder: %s", l.OwnerCheck)
+	}
+	if l := readOne(t, c, key, inspect.Options{ExpectOwner: []byte(crashed)}); l.OwnerCheck != "NOT_OWNED" {
+		t.Errorf("--owner of an expired holder: %s", l.OwnerCheck)
+	}
+}
+
+func TestRedisMultiSemaphore(t *testing.T) {
+	c := client(t)
+	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	multi, single := guid(), guid()+"-worker7" // identifierSuffix "worker7"
+	semaphoreAcquire(t, c, key, 3*time.Second, multiMembers(multi, 3)...)
+	semaphoreAcquire(t, c, key, time.Second, single)
+	l := readOne(t, c, key, inspect.Options{Permits: 3})
+	if l.Layout.Name != "redis-semaphore" || l.Layout.Confidence != inspect.Certain {
+		t.Fatalf("layout %+v", l.Layout)
+	}
+	if len(l.Holders) != 2 || l.Holders[0].Owner != multi || l.Holders[0].Permits != 3 || l.Holders[1].Owner != single {
+		t.Errorf("holders %+v", l.Holders)
+	}
+	if inUse(l) != 4 || !hasFinding(l, inspect.FindingOverAdmitted) || hasFinding(l, inspect.FindingStaleHolders) {
+		t.Errorf("permits in use %d, findings %v", inUse(l), l.Findings)
+	}
+}
+
+// TestSemaphoreBoundedRead: a zset past the read bound is read in part
+// (ZRANGE 0 127 and the top member); the permits in use still count them
+// all when the oldest read is live.
+func TestSemaphoreBoundedRead(t *testing.T) {
+	c := client(t)
+	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = guid()
+	}
+	semaphoreAcquire(t, c, key, time.Second, ids...)
+	l := readOne(t, c, key, inspect.Options{Permits: 999})
+	if !l.Truncated || len(l.Holders) != inspect.DefaultMaxItems || l.ValueBytes != 1000 {
+		t.Fatalf("truncated %v holders %d size %d", l.Truncated, len(l.Holders), l.ValueBytes)
+	}
+	if inUse(l) != 1000 || !hasFinding(l, inspect.FindingOverAdmitted) {
+		t.Errorf("permits in use %d findings %v", inUse(l), l.Findings)
+	}
+}
+
+func TestSymfonyLock(t *testing.T) {
+	c := client(t)
+	n := strings.ReplaceAll(t.Name(), "/", "_")
+	t.Run("write", func(t *testing.T) {
+		key, tok := "sf:w:"+n, symfonyToken()
+		symfonySave(t, c, key, tok, true, 300*time.Second) // initialTtl 300.0
+		l := readOne(t, c, key, inspect.Options{ExpectOwner: []byte(tok)})
+		if l.Layout.Name != "symfony-lock" || l.Layout.Confidence != inspect.Certain || l.Owner != tok || l.OwnerCheck != "OWNED" {
+			t.Fatalf("layout %+v owner %q %s findings %v", l.Layout, l.Owner, l.OwnerCheck, l.Findings)
+		}
+		if len(l.Holders) != 1 || l.Holders[0].Mode != "write" || *l.Holders[0].TTLMS < 299000 || inUse(l) != 1 {
+			t.Errorf("holders %+v in use %d", l.Holders, inUse(l))
+		}
+		// 300 s is over the 60 s cap; no TTL error, no WRONG_TYPE.
+		if !hasFinding(l, inspect.FindingLeaseOverCap) || hasFinding(l, inspect.FindingWrongType) || hasFinding(l, inspect.FindingOverAdmitted) {
+			t.Errorf("findings %v", l.Findings)
+		}
+	})
+	t.Run("read", func(t *testing.T) {
+		key := "sf:r:" + n
+		stale, r1, r2 := symfonyToken(), symfonyToken(), symfonyToken()
+		symfonySave(t, c, key, r1, false, 200*time.Second)
+		symfonySave(t, c, key, r2, false, 300*time.Second)
+		// A reader whose lease ended; the next save removes it (ZREMRANGEBYSCORE -inf now).
+		must(t, c.ZAdd(ctx, key, redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: stale}).Err())
+		l := readOne(t, c, key, inspect.Options{Permits: 1})
+		if l.Layout.Name != "symfony-lock" || l.Layout.Confidence != inspect.Likely || l.Owner != "" {
+			t.Fatalf("layout %+v owner %q", l.Layout, l.Owner)
+		}
+		if got := strings.Join(holderOwners(l), ","); got != stale+","+r1+","+r2 || l.Holders[1].Mode != "read" || !l.Holders[0].Expired {
+			t.Errorf("holders %+v", l.Holders)
+		}
+		if inUse(l) != 2 || !hasFinding(l, inspect.FindingOverAdmitted) || !hasFinding(l, inspect.FindingStaleHolders) {
+			t.Errorf("in use %d findings %v", inUse(l), l.Findings)
+		}
+	})
+	t.Run("writer-and-reader", func(t *testing.T) {
+		key, w, r := "sf:wr:"+n, symfonyToken(), symfonyToken()
+		symfonySave(t, c, key, r, false, 100*time.Second)
+		symfonySave(t, c, key, w, true, 300*time.Second) // no library call leaves this
+		l := readOne(t, c, key, inspect.Options{})
+		if !hasFinding(l, inspect.FindingOverAdmitted) || findingSeverity(l, inspect.FindingOverAdmitted) != inspect.SeverityError || l.Owner != w {
+			t.Errorf("owner %q findings %v", l.Owner, l.Findings)
+		}
+	})
+}
+
+func TestRedissonPermitExpirableSemaphore(t *testing.T) {
+	c := client(t)
+	name := strings.ReplaceAll(t.Name(), "/", "_")
+	timeout := "{" + name + "}:timeout" // suffixName(name, "timeout")
+	// trySetPermits(3), then acquire(2 s lease) and acquire() without one:
+	// DECRBY 1 each, ZADD <now+lease ms | 922337203685477> <16 id bytes>.
+	must(t, c.Set(ctx, name, "1", 0).Err())
+	id1, id2 := make([]byte, 16), make([]byte, 16)
+	_, _ = rand.Read(id1)
+	_, _ = rand.Read(id2)
+	must(t, c.ZAdd(ctx, timeout, redis.Z{Score: float64(time.Now().Add(2 * time.Second).UnixMilli()), Member: id1},
+		redis.Z{Score: 922337203685477, Member: id2}).Err())
+	l := readOne(t, c, timeout, inspect.Options{ExpectOwner: []byte(hex.EncodeToString(id2))})
+	if l.Layout.Name != "redisson-permit-semaphore" || l.Layout.Confidence != inspect.Certain {
+		t.Fatalf("layout %+v findings %v", l.Layout, l.Findings)
+	}
+	if l.Permits == nil || *l.Permits != 3 || inUse(l) != 2 || l.OwnerCheck != "OWNED" {
+		t.Errorf("permits %v in use %d owner check %s", l.Permits, inUse(l), l.OwnerCheck)
+	}
+	if len(l.Holders) != 2 || l.Holders[0].Owner != hex.EncodeToString(id1) || l.Holders[1].ExpiresAt != "" || l.Holders[1].TTLMS != nil {
+		t.Errorf("holders %+v", l.Holders)
+	}
+	// No Redis TTL is the layout's default: expired ids are reclaimed by the next acquire.
+	if hasFinding(l, inspect.FindingNoTTL) || hasFinding(l, inspect.FindingBinaryValue) || len(l.Companions) != 1 || l.Companions[0].Key != name {
+		t.Errorf("findings %v companions %+v", l.Findings, l.Companions)
+	}
+}
+
+func TestRedissonReadWriteHolders(t *testing.T) {
+	c := client(t)
+	n := strings.ReplaceAll(t.Name(), "/", "_")
+	u1, u2 := guid(), guid()
+	// RedissonReadLock.tryLockInnerAsync: HSET mode read, HINCRBY "<uuid>:<threadId>" per hold, PEXPIRE 30000.
+	must(t, c.HSet(ctx, "rw:r:"+n, "mode", "read", u1+":1", "2", u2+":57", "1").Err())
+	must(t, c.PExpire(ctx, "rw:r:"+n, 30*time.Second).Err())
+	l := readOne(t, c, "rw:r:"+n, inspect.Options{Permits: 1})
+	if l.Layout.Name != "redisson-rw" || len(l.Holders) != 2 || *l.Holders[0].HoldCount != 2 || l.Holders[1].Mode != "read" {
+		t.Fatalf("layout %+v holders %+v", l.Layout, l.Holders)
+	}
+	if inUse(l) != 2 || !hasFinding(l, inspect.FindingOverAdmitted) {
+		t.Errorf("in use %d findings %v", inUse(l), l.Findings)
+	}
+	// A writer may also hold read locks in its own thread (RedissonWriteLock); another thread may not.
+	must(t, c.HSet(ctx, "rw:w:"+n, "mode", "write", u1+":1:write", "1", u1+":1", "1").Err())
+	must(t, c.PExpire(ctx, "rw:w:"+n, 30*time.Second).Err())
+	if l := readOne(t, c, "rw:w:"+n, inspect.Options{}); hasFinding(l, inspect.FindingOverAdmitted) || inUse(l) != 1 {
+		t.Errorf("writer with its own read hold: in use %d findings %v", inUse(l), l.Findings)
+	}
+	must(t, c.HSet(ctx, "rw:w:"+n, u2+":9", "1").Err())
+	if l := readOne(t, c, "rw:w:"+n, inspect.Options{}); !hasFinding(l, inspect.FindingOverAdmitted) {
+		t.Errorf("writer and another thread: findings %v", l.Findings)
+	}
+}
+
+// TestZsetNoLayout: a zset no semaphore or shared lock writes stays WRONG_TYPE.
+func TestZsetNoLayout(t *testing.T) {
+	c := client(t)
+	n := strings.ReplaceAll(t.Name(), "/", "_")
+	keys := map[string][]redis.Z{
+		"leaderboard:" + n:        {{Score: 10, Member: "alice"}, {Score: 20, Member: "bob"}},
+		"semaphore:" + n:          {{Score: 3, Member: guid()}},                                    // a score no clock gives
+		"sf:" + n:                 {{Score: float64(time.Now().UnixMilli()), Member: "__write__"}}, // no token
+		"{" + n + "}:timeout":     {{Score: float64(time.Now().UnixMilli()), Member: "not-16-bytes"}},
+		"semaphore:nan:" + n:      {{Score: 1, Member: "x"}},
+		"plain:" + n + ":timeout": {{Score: float64(time.Now().UnixMilli()), Member: "0123456789abcdef"}}, // no {name}
+	}
+	for k, zs := range keys {
+		must(t, c.ZAdd(ctx, k, zs...).Err())
+		l := readOne(t, c, k, inspect.Options{Permits: 1})
+		if !hasFinding(l, inspect.FindingWrongType) || l.Layout.Name != "unknown" || l.Holders != nil {
+			t.Errorf("%s: layout %+v holders %+v findings %v", k, l.Layout, l.Holders, l.Findings)
+		}
+	}
+}

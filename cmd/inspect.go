@@ -52,6 +52,8 @@ type InspectOptions struct {
 	// (Factory.Redlock) instead of Redis; RedlockLease is --lease (0: none).
 	Redlock      func(ctx context.Context) (*RedlockConn, error)
 	RedlockLease time.Duration
+	// Permits is --permits: the most holders a semaphore may admit (0: unchecked).
+	Permits int64
 }
 
 // NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
@@ -60,7 +62,7 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
 	var search bool
 	var limit int
 	var pattern, failOn, owner, lease string
-	var count int64
+	var count, permits int64
 	cmd := &cobra.Command{
 		Use:         "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
 		Annotations: outputFormats(inspectFormats),
@@ -72,10 +74,14 @@ token and counter, waiters, and findings with a severity:
 
   NO_TTL CONSTANT_OWNER NOT_A_LOCK LEASE_OVER_CAP TTL_UNIT_MIXUP
   SUBSECOND_LEASE NO_FENCE FENCE_MISMATCH CROSS_SLOT BINARY_VALUE WRONG_TYPE
-  ABSENT
+  ABSENT OVER_ADMITTED STALE_HOLDERS
 
 A value whose shape several libraries write is a guess that names them all
 ("node-redlock or redis-py"; JSON: layout.candidates).
+
+A semaphore or shared (read/write) lock (redis-semaphore, Symfony Lock,
+Redisson) lists every holder with its age or lease and the permits in use;
+--permits N checks that no more than N are taken.
 
 A VALUE is a business value (order-demo-001) turned into the lock key by the
 configured key template (lock.key_template, lock.field); --key takes an exact
@@ -95,6 +101,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 		Example: `  lockctl inspect order-demo-001
   lockctl inspect --key lock:OrderId:order-demo-001 -o json
   lockctl inspect --key 'job-lock:default:report' --key concurrent-test2
+  lockctl inspect --key semaphore:exports --permits 3
   lockctl inspect --pattern 'lock:*' --fail-on error
   lockctl inspect --pattern '*' -o jsonl > locks.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,6 +123,10 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 			if err := checkInspectArgs(opts); err != nil {
 				return err
 			}
+			if err := checkPermits(cmd, permits); err != nil {
+				return err
+			}
+			opts.Permits = permits
 			if failOn != "" {
 				atWarn, err := failOnLevel(failOn, "error", "warning")
 				if err != nil {
@@ -158,6 +169,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&owner, "owner", "", "expected owner: the owner token (of a value <fence>:<owner>, the part after the colon; LOCKCTL_OWNER of run) or the whole stored value, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
 	addRedlockLeaseFlag(cmd, &lease)
+	addPermitsFlag(cmd, &permits)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd
@@ -291,6 +303,7 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 		},
 		ExpectOwner: opts.ExpectOwner,
 		IsFenceKey:  opts.IsFenceKey,
+		Permits:     opts.Permits,
 	}}
 }
 
@@ -481,6 +494,9 @@ func inspectTable(t *TableView, rep inspect.Report, summary bool) {
 	for _, l := range rep.Locks {
 		if d := holderLine(l); d != "" {
 			t.Line("%s: %s", oneLineText(l.Key), oneLineText(d))
+		}
+		if d := sharedLine(l); d != "" {
+			t.Line("%s: %s", oneLineText(l.Key), d)
 		}
 	}
 	for _, l := range rep.Locks {

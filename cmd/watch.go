@@ -34,12 +34,15 @@ type WatchOptions struct {
 	// RedlockLease is --lease (0: none).
 	Redlock      func(ctx context.Context) (*RedlockConn, error)
 	RedlockLease time.Duration
+	// Permits is --permits: the most holders a semaphore may admit (0: unchecked).
+	Permits int64
 }
 
 // NewCmdWatch returns `lockctl watch`; runF replaces the run function in tests.
 func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	var keys []string
 	var interval, duration, lease string
+	var permits int64
 	cmd := &cobra.Command{
 		Use:         "watch [VALUE...] [--key KEY]...",
 		Annotations: outputFormats(watchFormats),
@@ -56,6 +59,8 @@ print one line per event:
   TTL_JUMP             an earlier expiry, or the TTL fell faster than time passed
   FENCE_BACKWARDS      the fencing counter decreased
   RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
+  OVER_ADMITTED        a semaphore or shared lock admits more holders than it
+                       may (a writer with company, or more than --permits)
 
 Over a redis+redlock:// URL each node's events name the node, NODE_DOWN and
 NODE_UP say when one stops or starts answering, and the quorum has its own:
@@ -88,6 +93,10 @@ with one line on stderr, before watch gives up with exit 3; so does a
 			if err := checkValuesKeys(args, keys); err != nil {
 				return err
 			}
+			if err := checkPermits(cmd, permits); err != nil {
+				return err
+			}
+			opts.Permits = permits
 			if opts.Interval, err = lockcore.ParsePositiveDuration(interval); err != nil {
 				return usageErrorf("interval %s", err)
 			}
@@ -116,6 +125,7 @@ with one line on stderr, before watch gives up with exit 3; so does a
 	fl.StringVar(&interval, "interval", "100ms", "time between samples")
 	fl.StringVar(&duration, "duration", "", "stop after this long from the connection, between samples (the first is always taken; default: until Ctrl-C)")
 	addRedlockLeaseFlag(cmd, &lease)
+	addPermitsFlag(cmd, &permits)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd
@@ -139,7 +149,7 @@ func watchRun(opts *WatchOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
 	}
-	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
+	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap, Permits: opts.Permits}
 	res, err := resolveKeys(iopts, conn.Cluster)
 	if err != nil {
 		return err
@@ -230,7 +240,7 @@ func watchLine(st *Styles, e inspect.Event) string {
 // exclusion, yellow for what deserves a look, green for a holder's progress.
 func watchWord(st *Styles, word string) string {
 	switch word {
-	case inspect.EventTakeover, inspect.EventTTLJump, inspect.EventFenceBackwards, inspect.EventQuorumLost, inspect.EventSplit:
+	case inspect.EventTakeover, inspect.EventTTLJump, inspect.EventFenceBackwards, inspect.EventQuorumLost, inspect.EventSplit, inspect.EventOverAdmitted:
 		return st.Error.Render(word)
 	case inspect.EventRenewedPastBound, inspect.EventExpired, inspect.EventNodeDown:
 		return st.Warn.Render(word)

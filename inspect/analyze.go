@@ -47,9 +47,6 @@ type Value struct {
 	// Top is a zset's highest-scored member and its score, read apart
 	// from Items' bound (ZRANGE -1 -1 WITHSCORES); nil elsewhere.
 	Top []string
-	// ReadAtMS is the reader's clock when it read the key (Unix ms), 0
-	// unknown; it judges holders' expiries kept in scores (semaphore.go).
-	ReadAtMS int64
 }
 
 // Exists reports whether the key was there.

@@ -292,3 +292,22 @@ func TestZsetNoLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchOverAdmitted: one OVER_ADMITTED event per episode, and a
+// semaphore's holders named by their count.
+func TestWatchOverAdmitted(t *testing.T) {
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	var samples []inspect.Sample
+	for i, over := range []string{"", "3 permits in use, over the 2 --permits allows", "3 permits in use, over the 2 --permits allows", "", "4 permits in use"} {
+		samples = append(samples, inspect.Sample{At: at.Add(time.Duration(i) * 100 * time.Millisecond), Key: "semaphore:x", Exists: true,
+			Type: "zset", PTTLMS: 9000 - int64(i)*100, OverAdmitted: over, Holders: 2})
+	}
+	var got []string
+	for _, e := range inspect.Derive(samples, inspect.WatchOptions{}) {
+		got = append(got, e.Event+" "+e.Message)
+	}
+	want := "HELD held by 2 holders, 9s left|OVER_ADMITTED 3 permits in use, over the 2 --permits allows|OVER_ADMITTED 4 permits in use"
+	if strings.Join(got, "|") != want {
+		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+}

@@ -31,6 +31,9 @@ const (
 	EventFenceBackwards = "FENCE_BACKWARDS"
 	// EventRenewedPastBound: the same owner renewed past the renewal bound.
 	EventRenewedPastBound = "RENEWED_PAST_BOUND"
+	// EventOverAdmitted: a semaphore or shared lock began to admit more
+	// holders than it may (the OVER_ADMITTED finding, semaphore.go).
+	EventOverAdmitted = "OVER_ADMITTED"
 )
 
 // Sample is one observation of a key by watch.
@@ -58,6 +61,10 @@ type Sample struct {
 	ExpireAtMS int64
 	// Fence is the fencing counter, else the holder's token, when the layout has one.
 	Fence *int64
+	// OverAdmitted is the OVER_ADMITTED finding's message, "" without one.
+	OverAdmitted string
+	// Holders counts a semaphore's or shared lock's live holders.
+	Holders int
 }
 
 // SampleOf turns an inspected Lock into a Sample taken at at.
@@ -65,6 +72,16 @@ func SampleOf(l Lock, at time.Time) Sample {
 	s := Sample{At: at, Key: l.Key, Exists: l.Exists, Type: l.Type, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS}
 	if b, err := hex.DecodeString(l.OwnerHex); err == nil {
 		s.Owner = string(b)
+	}
+	for _, f := range l.Findings {
+		if f.Code == FindingOverAdmitted {
+			s.OverAdmitted = f.Message
+		}
+	}
+	for _, h := range l.Holders {
+		if !h.Expired {
+			s.Holders++
+		}
 	}
 	if l.Fence != nil {
 		if l.Fence.Counter != nil {
@@ -115,6 +132,8 @@ type Differ struct {
 	lastFence  *int64
 	ownerSince time.Time
 	pastBound  bool
+	// over says the previous sample was OVER_ADMITTED (one event per episode).
+	over bool
 }
 
 // NewDiffer returns a Differ with opts.
@@ -137,6 +156,17 @@ func Derive(samples []Sample, opts WatchOptions) []Event {
 
 // Next returns the events between the previous sample and cur.
 func (d *Differ) Next(cur Sample) []Event {
+	prev := d.prev
+	out := d.next(cur)
+	if cur.OverAdmitted != "" && !d.over {
+		out = append(out, d.event(EventOverAdmitted, cur, prev, "%s", cur.OverAdmitted))
+	}
+	d.over = cur.OverAdmitted != ""
+	return out
+}
+
+// next is Next without OVER_ADMITTED: the ownership events.
+func (d *Differ) next(cur Sample) []Event {
 	prev := d.prev
 	d.prev = &cur
 	if prev == nil {
@@ -245,6 +275,10 @@ func who(s Sample) string {
 	switch {
 	case s.Owner != "":
 		return show(s.Owner)
+	case s.Holders == 1:
+		return "1 holder"
+	case s.Holders > 1:
+		return fmt.Sprintf("%d holders", s.Holders)
 	case s.Type != "" && s.Type != "string":
 		return "a " + s.Type + " with no owner token"
 	}

@@ -24,6 +24,10 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add("{a}b", "zset", int64(-2), []byte(""), "", "", "-9")
 	f.Add("Microi:{os}:DatabaseBackup:Lease", "string", int64(30000), []byte("42:01JD8ZQ3V7K2M9XW4T6R5B1C0N"), "", "", "")
 	f.Add("fx:lock", "string", int64(20_000_000_000_000), []byte("eX2AsO3OEfGItFEzWRF//w=="), "", "", "")
+	// Semaphores and shared locks (semaphore.go): redis-semaphore, Symfony Lock, Redisson.
+	f.Add("semaphore:exports", "zset", int64(8000), []byte(nil), "6f1c2a3b-7d8e-4f90-a1b2-c3d4e5f60718_1", "1764641000000", "")
+	f.Add("invoice-export", "zset", int64(300000), []byte(nil), "VOgTG+oPyiIt0ceFQmk11lT5LYrrF8Kaj6JQ5E2NdpM=", "1764641300000", "")
+	f.Add("{sem}:timeout", "zset", int64(-1), []byte(nil), "\x00\xff3456789abcdef", "922337203685477", "2")
 	f.Fuzz(func(t *testing.T, key, typ string, pttl int64, value []byte, field, fieldValue, fence string) {
 		v := inspect.Value{Type: typ, PTTL: pttl, Bytes: value, Size: int64(len(value))}
 		if field != "" {

@@ -89,9 +89,10 @@ func zsetCompanions(key string) []companionKey {
 func (d *detection) detectZset() {
 	ms, ok := zmembers(d.v.Items)
 	if ok && len(ms) > 0 {
+		// Symfony's members are the strictest shape: a resource may be named "semaphore:…".
 		switch {
-		case strings.HasPrefix(d.key, "semaphore:") && d.redisSemaphore(ms):
 		case d.symfonyLock(ms):
+		case strings.HasPrefix(d.key, "semaphore:") && d.redisSemaphore(ms):
 		case strings.HasSuffix(d.key, ":timeout") && d.redissonPermits(ms):
 		default:
 			ok = false
@@ -362,7 +363,7 @@ func (d *detection) inUse(lastLive, unreadKnown bool) {
 	case !d.v.Truncated:
 		d.lock.PermitsInUse = ptr(permits)
 	case lastLive && unreadKnown:
-		d.lock.PermitsInUse = ptr(permits + d.v.Size - read)
+		d.lock.PermitsInUse = ptr(permits + max(0, d.v.Size-read))
 		d.lock.permitsMin = *d.lock.PermitsInUse
 	}
 }

@@ -127,14 +127,15 @@ func (d *detection) redisSemaphore(ms []zmember) bool {
 	if d.v.PTTL >= 0 && d.v.ExpireAtMS > int64(top) {
 		leaseMS = d.v.ExpireAtMS - int64(top)
 	}
-	conf := Certain
+	// "<uuid>_<n>" is MultiSemaphore's own; UUIDs alone are also the
+	// classic hand-rolled ZADD semaphore's; other identifiers anyone's.
+	anyMulti, allUUID := false, true
 	index := map[string]int{}
 	lastLive := false
 	for _, m := range ms {
 		owner, multi := semaphoreIdentifier(m.name)
-		if !multi && !isUUIDPrefixed(owner) {
-			conf = Likely // a custom identifier
-		}
+		anyMulti = anyMulti || multi
+		allUUID = allUUID && isUUIDPrefixed(owner)
 		acq := int64(m.score)
 		exp := int64(0)
 		if leaseMS > 0 {
@@ -149,6 +150,13 @@ func (d *detection) redisSemaphore(ms []zmember) bool {
 			d.lock.Holders[h].Permits++
 		}
 		lastLive = !d.lock.Holders[h].Expired
+	}
+	conf := Guess
+	switch {
+	case anyMulti:
+		conf = Certain
+	case allUUID:
+		conf = Likely
 	}
 	d.setLayout("redis-semaphore", conf)
 	d.inUse(lastLive, true)

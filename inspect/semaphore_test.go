@@ -99,7 +99,8 @@ func TestRedisSemaphore(t *testing.T) {
 	semaphoreAcquire(t, c, key, 4*time.Second, a)
 	semaphoreAcquire(t, c, key, 2*time.Second, b)
 	l := readOne(t, c, key, inspect.Options{})
-	if l.Layout.Name != "redis-semaphore" || l.Layout.Confidence != inspect.Certain {
+	// UUIDs scored in ms are also what a hand-rolled ZADD semaphore stores.
+	if l.Layout.Name != "redis-semaphore" || l.Layout.Confidence != inspect.Likely {
 		t.Fatalf("layout %+v findings %v", l.Layout, l.Findings)
 	}
 	if hasFinding(l, inspect.FindingWrongType) || !hasFinding(l, inspect.FindingStaleHolders) || hasFinding(l, inspect.FindingOverAdmitted) || hasFinding(l, inspect.FindingSubsecondLease) {

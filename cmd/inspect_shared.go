@@ -85,6 +85,8 @@ func sharedHolderText(h inspect.SharedHolder) string {
 		about = append(about, "age "+msText(*h.AgeMS))
 	}
 	switch {
+	case h.Expired && h.TTLMS == nil:
+		about = append(about, "EXPIRED")
 	case h.TTLMS == nil && h.ExpiresAt == "" && h.Mode == "":
 		about = append(about, "no lease")
 	case h.TTLMS == nil:

@@ -47,6 +47,9 @@ type Value struct {
 	// Top is a zset's highest-scored member and its score, read apart
 	// from Items' bound (ZRANGE -1 -1 WITHSCORES); nil elsewhere.
 	Top []string
+	// HoldPTTL is, for a Redisson read/write lock, the PTTL (ms; -2 gone)
+	// of each read holder's newest hold key, by hash field (semaphore.go).
+	HoldPTTL map[string]int64
 }
 
 // Exists reports whether the key was there.

@@ -35,7 +35,8 @@ const (
 // sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
 // SCARD + SSCAN, ZCARD + ZRANGE 0 MaxItems-1 and ZRANGE -1 -1), the
 // detected layouts' companion keys and, after its fence counter, a lockctl
-// value again (Value.Changed).
+// value again (Value.Changed); round 3, only for a Redisson read/write lock
+// held for reading, the PTTL of each read holder's lease key.
 // It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options
@@ -194,6 +195,9 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 		}
 	}
 	comp, err := r.readRound2(ctx, c, keys, vals)
+	if err == nil {
+		err = r.readHoldLeases(ctx, c, keys, vals)
+	}
 	return vals, comp, err
 }
 

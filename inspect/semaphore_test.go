@@ -250,24 +250,36 @@ func TestRedissonPermitExpirableSemaphore(t *testing.T) {
 func TestRedissonReadWriteHolders(t *testing.T) {
 	c := client(t)
 	n := strings.ReplaceAll(t.Name(), "/", "_")
-	u1, u2 := guid(), guid()
-	// RedissonReadLock.tryLockInnerAsync: HSET mode read, HINCRBY "<uuid>:<threadId>" per hold, PEXPIRE 30000.
-	must(t, c.HSet(ctx, "rw:r:"+n, "mode", "read", u1+":1", "2", u2+":57", "1").Err())
-	must(t, c.PExpire(ctx, "rw:r:"+n, 30*time.Second).Err())
-	l := readOne(t, c, "rw:r:"+n, inspect.Options{Permits: 1})
-	if l.Layout.Name != "redisson-rw" || len(l.Holders) != 2 || *l.Holders[0].HoldCount != 2 || l.Holders[1].Mode != "read" {
+	u1, u2, u3 := guid(), guid(), guid()
+	// RedissonReadLock.tryLockInnerAsync: HSET mode read, HINCRBY
+	// "<uuid>:<threadId>" per hold, SET "{name}:<uuid>:<threadId>:rwlock_timeout:<n>"
+	// 1 with PEXPIRE leaseTime (30 s watchdog) for the n-th hold, PEXPIRE
+	// the hash. u3's process died: its hold keys expired, u1 and u2 renew.
+	name := "rw:r:" + n
+	must(t, c.HSet(ctx, name, "mode", "read", u1+":1", "2", u2+":57", "1", u3+":3", "1").Err())
+	must(t, c.PExpire(ctx, name, 30*time.Second).Err())
+	for _, k := range []string{"{" + name + "}:" + u1 + ":1:rwlock_timeout:1", "{" + name + "}:" + u1 + ":1:rwlock_timeout:2", "{" + name + "}:" + u2 + ":57:rwlock_timeout:1"} {
+		must(t, c.Set(ctx, k, "1", 30*time.Second).Err())
+	}
+	l := readOne(t, c, name, inspect.Options{Permits: 1})
+	if l.Layout.Name != "redisson-rw" || len(l.Holders) != 3 || *l.Holders[0].HoldCount != 2 || l.Holders[1].Mode != "read" {
 		t.Fatalf("layout %+v holders %+v", l.Layout, l.Holders)
 	}
-	if inUse(l) != 2 || !hasFinding(l, inspect.FindingOverAdmitted) {
+	if h := l.Holders[0]; h.Expired || h.TTLMS == nil || *h.TTLMS < 29000 || !l.Holders[2].Expired || l.Holders[2].TTLMS != nil {
+		t.Errorf("holders %+v: want u1 with ~30s left, u3 expired", l.Holders)
+	}
+	if inUse(l) != 2 || !hasFinding(l, inspect.FindingOverAdmitted) || !hasFinding(l, inspect.FindingStaleHolders) {
 		t.Errorf("in use %d findings %v", inUse(l), l.Findings)
 	}
 	// A writer may also hold read locks in its own thread (RedissonWriteLock); another thread may not.
 	must(t, c.HSet(ctx, "rw:w:"+n, "mode", "write", u1+":1:write", "1", u1+":1", "1").Err())
 	must(t, c.PExpire(ctx, "rw:w:"+n, 30*time.Second).Err())
+	must(t, c.Set(ctx, "{rw:w:"+n+"}:"+u1+":1:rwlock_timeout:1", "1", 30*time.Second).Err())
 	if l := readOne(t, c, "rw:w:"+n, inspect.Options{}); hasFinding(l, inspect.FindingOverAdmitted) || inUse(l) != 1 {
 		t.Errorf("writer with its own read hold: in use %d findings %v", inUse(l), l.Findings)
 	}
 	must(t, c.HSet(ctx, "rw:w:"+n, u2+":9", "1").Err())
+	must(t, c.Set(ctx, "{rw:w:"+n+"}:"+u2+":9:rwlock_timeout:1", "1", 30*time.Second).Err())
 	if l := readOne(t, c, "rw:w:"+n, inspect.Options{}); !hasFinding(l, inspect.FindingOverAdmitted) {
 		t.Errorf("writer and another thread: findings %v", l.Findings)
 	}

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Violation codes, the same as simulate's.
+const (
+	StaleWriteAccepted = "STALE_WRITE_ACCEPTED"
+	DuplicateEffect    = "DUPLICATE_EFFECT"
+	InvariantViolated  = "INVARIANT_VIOLATED"
+)
+
+// maxCheckRows bounds the rows one INVARIANT_VIOLATED carries; Detail still
+// gives the full count.
+const maxCheckRows = 100
+
+// Violation is one thing the database kept that a correct run would not
+// have: a stale write, a duplicate effect or a row of the invariant query.
+type Violation struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+	// Rows are the rows that show it, each value as text ("NULL" for NULL),
+	// in the query's column order: for STALE_WRITE_ACCEPTED the earlier
+	// higher-fenced write then the stale one; for DUPLICATE_EFFECT every
+	// write with the key; for INVARIANT_VIOLATED the check's rows (at most
+	// 100), its column names in Detail.
+	Rows     [][]string `json:"rows,omitempty"`
+	Fence    *int64     `json:"fence,omitempty"`    // the stale write's fence
+	Key      *string    `json:"key,omitempty"`      // the repeated idempotency key
+	Resource string     `json:"resource,omitempty"` // the stale write's resource ("" when the history has none)
+}
+
+// Judge runs the history and the check query (either may be "") in the
+// scratch database and returns what they show, in history order then check
+// order:
+//   - historySQL returns the committed writes in commit order, with columns
+//     fence (integer, nullable), key (text, nullable) and optionally
+//     resource (nullable; NULL and absent mean one resource); names are
+//     matched case-insensitively and either fence or key may be left out.
+//     A fence lower than an earlier fence of the same resource is
+//     STALE_WRITE_ACCEPTED (NULL fences are not compared); a key seen
+//     before is DUPLICATE_EFFECT, once per key;
+//   - every row checkSQL returns is INVARIANT_VIOLATED, one violation for all.
+//
+// Errors wrap ErrInput when a query is refused by the server, the history has
+// other columns (the message names the expected ones) or a fence is not an
+// integer.
+func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Violation, error) {
+	var out []Violation
+	if strings.TrimSpace(historySQL) != "" {
+		v, err := s.judgeHistory(ctx, historySQL)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	if strings.TrimSpace(checkSQL) != "" {
+		cols, rows, total, err := s.query(ctx, "check", checkSQL, maxCheckRows)
+		if err != nil {
+			return nil, err
+		}
+		if total > 0 {
+			out = append(out, Violation{Code: InvariantViolated, Rows: textRows(rows),
+				Detail: fmt.Sprintf("the check query returned %d row%s (%s)", total, plural(total), strings.Join(cols, ", "))})
+		}
+	}
+	return out, nil
+}
+
+// write is one history row.
+type write struct {
+	n        int // 1-based row number
+	fence    *int64
+	key      *string
+	resource string
+	text     []string
+}
+
+func (s *Scratch) judgeHistory(ctx context.Context, historySQL string) ([]Violation, error) {
+	cols, rows, _, err := s.query(ctx, "history", historySQL, math.MaxInt)
+	if err != nil {
+		return nil, err
+	}
+	idx := map[string]int{}
+	for i, c := range cols {
+		lc := strings.ToLower(c)
+		if _, dup := idx[lc]; dup || (lc != "fence" && lc != "key" && lc != "resource") {
+			return nil, inputErrorf("the history query returns columns (%s); expected fence and key (either may be left out) and optionally resource, each once", strings.Join(cols, ", "))
+		}
+		idx[lc] = i
+	}
+	_, hasFence := idx["fence"]
+	_, hasKey := idx["key"]
+	if !hasFence && !hasKey {
+		return nil, inputErrorf("the history query returns columns (%s); expected fence and key (either may be left out) and optionally resource", strings.Join(cols, ", "))
+	}
+	writes := make([]write, len(rows))
+	for n, r := range rows {
+		w := write{n: n + 1, text: textRow(r)}
+		if i, ok := idx["fence"]; ok && r[i] != nil {
+			f, err := toInt64(r[i])
+			if err != nil {
+				return nil, inputErrorf("history row %d: fence %q is not an integer", n+1, textValue(r[i]))
+			}
+			w.fence = &f
+		}
+		if i, ok := idx["key"]; ok && r[i] != nil {
+			k := textValue(r[i])
+			w.key = &k
+		}
+		if i, ok := idx["resource"]; ok && r[i] != nil {
+			w.resource = textValue(r[i])
+		}
+		writes[n] = w
+	}
+	return append(staleWrites(writes), duplicateKeys(writes)...), nil
+}
+
+// staleWrites finds writes whose fence is below the highest fence already
+// committed for their resource: the write boundary let an old holder through.
+func staleWrites(writes []write) []Violation {
+	var out []Violation
+	highest := map[string]write{}
+	for _, w := range writes {
+		if w.fence == nil {
+			continue
+		}
+		h, seen := highest[w.resource]
+		switch {
+		case !seen || *w.fence > *h.fence:
+			highest[w.resource] = w
+		case *w.fence < *h.fence:
+			on := ""
+			if w.resource != "" {
+				on = fmt.Sprintf(" on %q", w.resource)
+			}
+			out = append(out, Violation{Code: StaleWriteAccepted, Fence: w.fence, Resource: w.resource,
+				Rows:   [][]string{h.text, w.text},
+				Detail: fmt.Sprintf("write %d%s has fence %d, committed after write %d with fence %d", w.n, on, *w.fence, h.n, *h.fence)})
+		}
+	}
+	return out
+}
+
+// duplicateKeys finds idempotency keys committed more than once: one
+// violation per key, at its second write.
+func duplicateKeys(writes []write) []Violation {
+	byKey := map[string][]write{}
+	var order []string
+	for _, w := range writes {
+		if w.key == nil {
+			continue
+		}
+		if len(byKey[*w.key]) == 1 {
+			order = append(order, *w.key)
+		}
+		byKey[*w.key] = append(byKey[*w.key], w)
+	}
+	out := make([]Violation, 0, len(order))
+	for _, k := range order {
+		ws := byKey[k]
+		n := make([]string, len(ws))
+		rows := make([][]string, len(ws))
+		for i, w := range ws {
+			n[i], rows[i] = strconv.Itoa(w.n), w.text
+		}
+		out = append(out, Violation{Code: DuplicateEffect, Key: ws[0].key, Resource: ws[0].resource, Rows: rows,
+			Detail: fmt.Sprintf("key %q committed %d times (writes %s)", k, len(ws), strings.Join(n, ", "))})
+	}
+	return out
+}
+
+// query runs one of the user's queries and returns its column names, up to
+// max rows (values as the driver gives them) and the total row count.
+func (s *Scratch) query(ctx context.Context, what, q string, max int) ([]string, [][]any, int, error) {
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, nil, 0, s.queryErr(what, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, nil, 0, s.queryErr(what, err)
+	}
+	var out [][]any
+	total := 0
+	for rows.Next() {
+		total++
+		if len(out) >= max {
+			continue
+		}
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, nil, 0, s.queryErr(what, err)
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, 0, s.queryErr(what, err)
+	}
+	return cols, out, total, nil
+}
+
+// queryErr says which query failed; a refusal by the server is the user's
+// SQL, hence ErrInput.
+func (s *Scratch) queryErr(what string, err error) error {
+	if s.refused(err) {
+		return s.scrub(inputErrorf("the %s query: %v", what, err))
+	}
+	return s.scrub(fmt.Errorf("the %s query: %w", what, err))
+}
+
+// toInt64 reads an integer fence from whatever the driver returned: int64
+// (pgx, SQLite), []byte (MySQL's text protocol), a numeric's text or an
+// integral float.
+func toInt64(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<63 {
+			return int64(x), nil
+		}
+	case []byte, string:
+		t := strings.TrimSpace(textValue(x))
+		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+			return n, nil
+		}
+		if f, err := strconv.ParseFloat(t, 64); err == nil {
+			return toInt64(f)
+		}
+	}
+	return 0, fmt.Errorf("not an integer: %v", v)
+}
+
+// textValue renders one value as text: NULL, bytes as a string, times in
+// RFC 3339.
+func textValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return string(x)
+	case string:
+		return x
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprint(v)
+}
+
+func textRow(r []any) []string {
+	out := make([]string, len(r))
+	for i, v := range r {
+		out[i] = textValue(v)
+	}
+	return out
+}
+
+func textRows(rows [][]any) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = textRow(r)
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

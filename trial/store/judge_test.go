@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/trial/store"
+)
+
+// The writes table of a trial whose fence check and idempotency key both
+// failed: on "a", fence 3 committed after fence 5; "k1" committed twice.
+const judgeSchema = `CREATE TABLE writes (id INTEGER PRIMARY KEY, fence BIGINT, k VARCHAR(64), res VARCHAR(64));
+INSERT INTO writes VALUES (1, 5, 'k1', 'a');
+INSERT INTO writes VALUES (2, 3, 'k2', 'a');
+INSERT INTO writes VALUES (3, 4, 'k1', 'b');
+INSERT INTO writes VALUES (4, NULL, NULL, 'b');
+INSERT INTO writes VALUES (5, 5, 'k3', 'a');
+CREATE TABLE balance (account VARCHAR(8), amount INTEGER, ledger INTEGER);
+INSERT INTO balance VALUES ('acc-1', 100, 100);
+INSERT INTO balance VALUES ('acc-2', 70, 90);`
+
+func TestJudge(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, srv)
+			ctx := context.Background()
+			if err := s.ApplySchema(ctx, judgeSchema); err != nil {
+				t.Fatalf("ApplySchema: %v", err)
+			}
+			got, err := s.Judge(ctx,
+				`SELECT fence, k AS "key", res AS resource FROM writes ORDER BY id`,
+				`SELECT account, amount, ledger FROM balance WHERE amount <> ledger`)
+			if err != nil {
+				t.Fatalf("Judge: %v", err)
+			}
+			three, k1 := int64(3), "k1"
+			want := []store.Violation{
+				{Code: store.StaleWriteAccepted, Fence: &three, Resource: "a",
+					Detail: `write 2 on "a" has fence 3, committed after write 1 with fence 5`,
+					Rows:   [][]string{{"5", "k1", "a"}, {"3", "k2", "a"}}},
+				{Code: store.DuplicateEffect, Key: &k1, Resource: "a",
+					Detail: `key "k1" committed 2 times (writes 1, 3)`,
+					Rows:   [][]string{{"5", "k1", "a"}, {"4", "k1", "b"}}},
+				{Code: store.InvariantViolated,
+					Detail: "the check query returned 1 row (account, amount, ledger)",
+					Rows:   [][]string{{"acc-2", "70", "90"}}},
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Judge =\n%s\nwant\n%s", show(got), show(want))
+			}
+
+			// Without a resource column every write is on one resource.
+			got, err = s.Judge(ctx, `SELECT fence FROM writes ORDER BY id`, "")
+			if err != nil || len(got) != 2 || got[1].Detail != "write 3 has fence 4, committed after write 1 with fence 5" {
+				t.Errorf("one resource: %s (err %v)", show(got), err)
+			}
+			// A clean history and an empty check: nothing.
+			got, err = s.Judge(ctx, `SELECT fence, k AS "key" FROM writes WHERE id = 1`, `SELECT * FROM balance WHERE 1 = 0`)
+			if err != nil || len(got) != 0 {
+				t.Errorf("clean: %s (err %v)", show(got), err)
+			}
+		})
+	}
+}
+
+func TestJudgeBadInput(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, srv)
+			ctx := context.Background()
+			if err := s.ApplySchema(ctx, judgeSchema); err != nil {
+				t.Fatalf("ApplySchema: %v", err)
+			}
+			for _, tc := range []struct{ history, check, want string }{
+				{"SELECT id, fence, k FROM writes", "", "the history query returns columns (id, fence, k); expected fence and key"},
+				{"SELECT res AS resource FROM writes", "", "the history query returns columns (resource); expected fence and key"},
+				{`SELECT k AS fence FROM writes`, "", `history row 1: fence "k1" is not an integer`},
+				{"SELECT fence FROM nowhere", "", "the history query: "},
+				{"", "SELEC 1", "the check query: "},
+			} {
+				_, err := s.Judge(ctx, tc.history, tc.check)
+				if err == nil || !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Judge(%q, %q) = %v, want ErrInput with %q", tc.history, tc.check, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func show(vs []store.Violation) string {
+	var b strings.Builder
+	for _, v := range vs {
+		b.WriteString("  " + v.Code + ": " + v.Detail)
+		if v.Fence != nil {
+			b.WriteString(" fence=" + strconv.FormatInt(*v.Fence, 10))
+		}
+		if v.Key != nil {
+			b.WriteString(" key=" + *v.Key)
+		}
+		b.WriteString(" resource=" + v.Resource + " rows=")
+		for _, r := range v.Rows {
+			b.WriteString("[" + strings.Join(r, "|") + "]")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,110 @@
+// Package examples tests the examples: it runs every example's README: each `$ ` line of its
+// console blocks, from this directory, with a lockctl built from the parent
+// module (or $LOCKCTL_BIN) first on PATH. A `lockctl trial … --expect V` line must exit 0 and
+// print "verdict: V".
+package examples
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// tools each example needs; a missing one skips it, or fails it when
+// LOCKCTL_REQUIRE_DB is set (.ci/run sets it).
+var tools = map[string][]string{
+	"redsync-balance": {"psql"},
+	"shell-psql":      {"redis-cli", "psql"},
+	"python-redis-py": {"/usr/bin/python3"},
+	"node-redlock":    {"node", "npm", "psql"},
+	"idempotency":     {"redis-cli", "mariadb"},
+	"order-import":    {"psql"},
+}
+
+var expectRE = regexp.MustCompile(`--expect (safe|unsafe)`)
+
+func TestExamples(t *testing.T) {
+	// LOCKCTL_BIN names a lockctl binary to try instead of building one.
+	bin := filepath.Dir(os.Getenv("LOCKCTL_BIN"))
+	if os.Getenv("LOCKCTL_BIN") == "" {
+		bin = t.TempDir()
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, "lockctl"), ".")
+		build.Dir = ".."
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building lockctl: %v\n%s", err, out)
+		}
+	}
+	path := bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	if out, err := exec.Command(filepath.Join(bin, "lockctl"), "trial", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "--store") {
+		t.Skipf("this lockctl has no trial --store: %v", err)
+	}
+	readmes, _ := filepath.Glob("*/README.md")
+	for _, readme := range readmes {
+		name := filepath.Dir(readme)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, tool := range tools[name] {
+				if _, err := exec.LookPath(tool); err != nil {
+					missing(t, tool)
+				}
+			}
+			if name == "python-redis-py" {
+				if err := exec.Command("/usr/bin/python3", "-c", "import redis").Run(); err != nil {
+					missing(t, "python3-redis")
+				}
+			}
+			cmds := commands(t, readme)
+			if len(cmds) == 0 {
+				t.Fatalf("%s has no commands", readme)
+			}
+			for _, line := range cmds {
+				c := exec.Command("sh", "-c", line)
+				c.Env = append(os.Environ(), "PATH="+path)
+				out, err := c.CombinedOutput()
+				if err != nil {
+					t.Fatalf("$ %s\n%s\n%v", line, out, err)
+				}
+				if m := expectRE.FindStringSubmatch(line); m != nil && !strings.Contains(string(out), "verdict: "+m[1]) {
+					t.Errorf("$ %s\nno \"verdict: %s\" in:\n%s", line, m[1], out)
+				}
+			}
+		})
+	}
+}
+
+func missing(t *testing.T, tool string) {
+	t.Helper()
+	if os.Getenv("LOCKCTL_REQUIRE_DB") != "" {
+		t.Fatalf("%s is missing (LOCKCTL_REQUIRE_DB is set)", tool)
+	}
+	t.Skipf("%s is missing", tool)
+}
+
+// commands returns the `$ ` lines of a Markdown file's console blocks.
+func commands(t *testing.T, path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	in := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```console"):
+			in = true
+		case strings.HasPrefix(line, "```"):
+			in = false
+		case in && strings.HasPrefix(line, "$ "):
+			out = append(out, strings.TrimPrefix(line, "$ "))
+		}
+	}
+	return out
+}

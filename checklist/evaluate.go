@@ -20,6 +20,8 @@ type Result struct {
 	Why      string `json:"why"`
 	Verify   string `json:"verify"`
 	Source   string `json:"source"`
+	// Evidence names the trial result that answered the item (--evidence).
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // TaskReport is the review of one spec; Spec and Task are empty for the
@@ -44,6 +46,8 @@ type Summary struct {
 type Report struct {
 	Tasks   []TaskReport `json:"tasks"`
 	Summary Summary      `json:"summary"`
+	// Evidence is what trial results answered (absent without --evidence).
+	Evidence *EvidenceNote `json:"evidence,omitempty"`
 }
 
 // Options are the evaluation's inputs.

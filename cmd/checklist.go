@@ -41,12 +41,18 @@ type ChecklistOptions struct {
 	// Redis connects for the live cross-check.
 	Redis func(context.Context) (*RedisConn, error)
 	Ctx   context.Context
+	// Evidence are `lockctl trial -o json` result files that answer the
+	// items a trial can observe.
+	Evidence []string
 }
+
+// maxEvidenceFile bounds one trial result (its timeline and lanes included).
+const maxEvidenceFile = 64 << 20
 
 // NewCmdChecklist returns `lockctl checklist` with `init` and `schema`;
 // runF replaces the run function in tests.
 func NewCmdChecklist(f *Factory, runF func(*ChecklistOptions) error) *cobra.Command {
-	var specs []string
+	var specs, evidence []string
 	var failOn, value string
 	cmd := &cobra.Command{
 		Use:         "checklist [--spec FILE|GLOB...]",
@@ -66,6 +72,14 @@ are validated against the JSON Schema (lockctl checklist schema); errors name
 file:line and exit 2. Thresholds come from the lease policy, so --lease-cap,
 --renew-bound, --renew-every and the policy.* config keys change them.
 
+With --evidence (one or more results of lockctl trial -o json), the items a
+trial observes are answered by what it observed rather than by the spec:
+commit_check.boundary-refuses (pause faults: a stale write refused),
+cancellation.on-lease-loss (partition and expire faults) and
+recovery.idempotency-key (kill and partition faults: no DUPLICATE_EFFECT):
+fail with the first counterexample's seed, pass with the trial that showed
+it; the report lists the items that still rest on the spec's word.
+
 With --value (and --redis), compare each spec with the live keys of that value,
 read-only (PTTL, EXISTS, GET): a claimed fence counter whose key does not
 exist, or a live PTTL above the spec's lease, fails with what was observed.
@@ -80,7 +94,8 @@ Redis cannot be reached. Never writes to Redis.`,
   lockctl checklist --spec tasks/order-import.yaml
   lockctl checklist --spec 'tasks/*.yaml' -o sarif > checklist.sarif
   lockctl checklist --spec 'tasks/*.yaml' -o github --fail-on warn
-  lockctl checklist --spec tasks/order-import.yaml --redis redis://localhost:6379/0 --value order-demo-001`,
+  lockctl checklist --spec tasks/order-import.yaml --redis redis://localhost:6379/0 --value order-demo-001
+  lockctl checklist --spec tasks/order-import.yaml --evidence trial.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := f.Output(checklistFormats...)
@@ -93,7 +108,7 @@ Redis cannot be reached. Never writes to Redis.`,
 			if cmd.Flags().Changed("spec") && len(specs) == 0 { // --spec "$UNSET" would pass CI on the questionnaire
 				return emptyFlagError("spec")
 			}
-			opts := &ChecklistOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Value: value}
+			opts := &ChecklistOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(), Value: value, Evidence: evidence}
 			if opts.Policy, err = f.policySetting(); err != nil {
 				return err
 			}
@@ -109,6 +124,8 @@ Redis cannot be reached. Never writes to Redis.`,
 				return err
 			}
 			switch {
+			case len(evidence) > 0 && len(opts.Specs) == 0:
+				return usageErrorf("--evidence needs --spec: trial results answer items of a task spec")
 			case value != "" && len(opts.Specs) == 0:
 				return usageErrorf("--value needs --spec: the live cross-check compares a spec with the keys of that value")
 			case cmd.Flags().Changed("redis") && value == "":
@@ -124,6 +141,7 @@ Redis cannot be reached. Never writes to Redis.`,
 	fl.StringSliceVar(&specs, "spec", nil, `task spec file(s) or glob(s), repeatable or comma-separated: tasks/*.yaml (a path with a comma goes in double quotes: --spec '"a,b.yaml"')`)
 	fl.StringVar(&failOn, "fail-on", "fail", "exit 1 when an item is at this status or worse: fail or warn ("+failOnAliases+")")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"fail", "warn"}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringSliceVar(&evidence, "evidence", nil, "lockctl trial -o json result file(s) answering the items a trial observes (repeatable)")
 	fl.StringVar(&value, "value", "", "with --redis: the lock field's value whose live keys to compare with each spec")
 	addPolicyFlags(cmd)
 	cmd.AddCommand(newCmdChecklistInit(f), newCmdChecklistSchema(f))
@@ -216,6 +234,13 @@ func checklistRun(opts *ChecklistOptions) error {
 				return err
 			}
 		}
+		if len(opts.Evidence) > 0 {
+			trials, err := loadEvidence(opts.Evidence)
+			if err != nil {
+				return err
+			}
+			checklist.ApplyEvidence(report, trials)
+		}
 	}
 	if err := renderChecklist(opts, report); err != nil {
 		return err
@@ -224,6 +249,27 @@ func checklistRun(opts *ChecklistOptions) error {
 		return checkFailed()
 	}
 	return nil
+}
+
+// loadEvidence reads each trial result (exit 2 when one is missing, too big
+// or not a trial result).
+func loadEvidence(paths []string) ([]*checklist.Trial, error) {
+	trials := make([]*checklist.Trial, 0, len(paths))
+	for _, p := range paths {
+		data, err := readInputFile("evidence", p, maxEvidenceFile+1)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > maxEvidenceFile {
+			return nil, usageErrorf("evidence %q is over %d bytes", p, maxEvidenceFile)
+		}
+		t, err := checklist.ParseTrial(p, data)
+		if err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+		trials = append(trials, t)
+	}
+	return trials, nil
 }
 
 func crossCheck(opts *ChecklistOptions, report *checklist.Report, specs []*checklist.Spec, eo checklist.Options) error {
@@ -288,6 +334,17 @@ func checklistTable(t *TableView, r *checklist.Report) {
 				fence = "= " + o.Fence
 			}
 			t.Line("live %s: %s %s; fence %s %s", o.Value, o.LockKey, checklist.PTTLText(o.PTTLMS), o.FenceKey, fence)
+		}
+	}
+	if e := r.Evidence; e != nil {
+		t.Line("")
+		set := "nothing"
+		if len(e.Set) > 0 {
+			set = strings.Join(e.Set, ", ")
+		}
+		t.Line("evidence %s answered: %s", strings.Join(e.Files, ", "), set)
+		if len(e.OnSpecWord) > 0 {
+			t.Line("still on the spec's word: %s", strings.Join(e.OnSpecWord, ", "))
 		}
 	}
 	t.Line("")

@@ -77,7 +77,7 @@ func open(t *testing.T, srv server) *store.Scratch {
 
 // workerDB connects to the scratch database the way a worker would: from
 // URL() alone. For MySQL it converts the URL to go-sql-driver's DSN form, as
-// docs/trial.md shows.
+// examples/README.md shows.
 func workerDB(t *testing.T, srv server, s *store.Scratch) *sql.DB {
 	t.Helper()
 	var db *sql.DB

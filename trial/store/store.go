@@ -97,7 +97,7 @@ func Open(ctx context.Context, rawURL string) (*Scratch, error) {
 //   - mysql://USER:PASS@HOST:PORT/lockctl_trial_<hex>?<the given query>, in
 //     the given scheme (mysql or mariadb): the URL form Node's mysql2,
 //     SQLAlchemy and PyMySQL-style parsers take; go-sql-driver/mysql wants
-//     its DSN form USER:PASS@tcp(HOST:PORT)/DB instead (docs/trial.md shows
+//     its DSN form USER:PASS@tcp(HOST:PORT)/DB instead (examples/README.md shows
 //     the conversion);
 //   - sqlite:/ABSOLUTE/PATH: the file to open (strip "sqlite:").
 func (s *Scratch) URL() string { return s.url }

@@ -302,6 +302,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 		NewCmdSimulate(f, nil),
 		NewCmdInspect(f, nil),
 		NewCmdWatch(f, nil),
+		NewCmdTrial(f, nil),
 	)
 	root.SetHelpCommand(newCmdHelp())
 	// --version as gh and etcdctl offer it, the same line as `lockctl version`.

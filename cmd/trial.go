@@ -1,0 +1,262 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
+	"github.com/lockctl/lockctl/trial"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+)
+
+// trialFormats are trial's -o formats.
+var trialFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid, formatJUnit}
+
+// TrialOptions are the inputs of `lockctl trial`.
+type TrialOptions struct {
+	Printer *Printer
+	ErrOut  interface{ Write([]byte) (int, error) }
+	Ctx     context.Context
+	// Trial is the first run's options; Runs more run with the next seeds.
+	Trial trial.Options
+	Runs  int
+	// Expect is "", "safe" or "unsafe": exit 1 when the verdict differs.
+	Expect string
+	// Conn connects to the --redis server (nil: a scratch redis-server).
+	Conn func() (*RedisConn, error)
+}
+
+// trialFlags are the values of trial's flags.
+type trialFlags struct {
+	workers, runs                  int
+	duration, faultDuration, grace string
+	nemeses                        []string
+	seed                           uint64
+	lockPattern, expect            string
+	yes, keep                      bool
+	store, schema, history, check  string
+}
+
+const trialLong = `Put your own worker through faults against a real Redis and judge what it did.
+
+lockctl starts --workers copies of COMMAND (no shell), each in a process group
+of its own, with REDIS_URL (its own loopback proxy to Redis), LOCKCTL_TRIAL_WORKER
+(1..N) and LOCKCTL_TRIAL_SEED in its environment, and starts each again when it
+exits or is killed, until --duration ends; then SIGTERM, and SIGKILL after
+--grace. Meanwhile a nemesis injects faults on a schedule drawn from --seed:
+
+  pause      SIGSTOP the worker holding a --lock-pattern key (else a random
+             one) for --fault-duration, then SIGCONT: the GC pause
+  kill       SIGKILL it; it is started again
+  partition  its Redis traffic stalls for --fault-duration (its proxy holds it)
+  expire     PEXPIRE a held --lock-pattern key to 1ms: an early expiry
+  restart    restart the scratch redis-server empty (not with --redis)
+
+Judged: the client history (JSON lines workers print on stdout:
+{"op":"invoke"|"ok"|"fail","resource":...,"fence":...,"key":...}): an ok write
+with a fence below one that had already returned is STALE_WRITE_ACCEPTED, a
+repeated key DUPLICATE_EFFECT; and the lock timeline sampled from the
+--lock-pattern keys as watch does (FENCE_BACKWARDS). The verdict is safe or
+unsafe, as simulate's.
+
+By default Redis is a scratch redis-server lockctl starts on a free loopback
+port and stops at the end. --redis URL uses that server instead and WRITES to
+it (the workers, the expire nemesis), so it needs --yes. Keys without a TTL
+are taken for counters, not locks. docs/trial.md has the whole story.`
+
+const trialExample = `  lockctl trial -- ./worker.sh
+  lockctl trial --workers 3 --duration 20s --nemesis pause --fault-duration 3s --seed 7 -- python3 worker.py
+  lockctl trial --runs 10 --expect safe -o junit -- ./worker.sh > trial.xml
+  lockctl trial --redis redis://127.0.0.1:6380/0 --yes -- ./worker.sh`
+
+// NewCmdTrial returns `lockctl trial`; runF replaces the run function in tests.
+func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
+	v := &trialFlags{}
+	cmd := &cobra.Command{
+		Use:         "trial [flags] -- COMMAND [ARGS...]",
+		Annotations: outputFormats(trialFormats),
+		Short:       "Run your own worker under pauses, kills, partitions and early expiry, and judge its history (writes to Redis)",
+		Long:        trialLong,
+		Example:     trialExample,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := v.options(f, cmd, args)
+			if err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return trialRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&v.workers, "workers", trial.DefaultWorkers, "copies of COMMAND run at once")
+	fl.StringVar(&v.duration, "duration", "30s", "how long the workers run and faults are injected")
+	fl.StringVar(&v.grace, "grace", "5s", "time between SIGTERM and SIGKILL at the end")
+	fl.StringSliceVar(&v.nemeses, "nemesis", trial.DefaultNemeses, "faults to inject: pause, kill, partition, expire, restart (scratch Redis only), or none")
+	fl.StringVar(&v.faultDuration, "fault-duration", "5s", "how long a pause or partition lasts (make it longer than your lease)")
+	fl.Uint64Var(&v.seed, "seed", 0, "seed of the fault schedule (default: from the clock, printed in the result)")
+	fl.IntVar(&v.runs, "runs", 1, "run the trial this many times with seeds S, S+1, ... and stop at the first unsafe one")
+	fl.StringVar(&v.lockPattern, "lock-pattern", trial.DefaultLockPattern, "Redis glob of the lock keys: the timeline, the pause target, the expire nemesis")
+	fl.StringVar(&v.expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
+	fl.BoolVar(&v.yes, "yes", false, "allow writing to the --redis server (the workers and the nemesis write to it)")
+	fl.StringVar(&v.store, "store", "", "scratch database for the workers: postgres://..., mysql://... or sqlite:PATH (DATABASE_URL)")
+	fl.StringVar(&v.schema, "schema", "", "SQL file run on the scratch database before the workers start")
+	fl.StringVar(&v.history, "history", "", "SQL returning the committed writes in commit order, columns fence and key")
+	fl.StringVar(&v.check, "check", "", "SQL returning the rows that break your invariant")
+	fl.BoolVar(&v.keep, "keep", false, "keep the scratch database and print its name")
+	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{trial.VerdictSafe, trial.VerdictUnsafe}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("nemesis", cobra.FixedCompletions(append(trial.FaultKinds, "none"), cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// options checks the flags and the command (exit 2 on bad input).
+func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*TrialOptions, error) {
+	format, err := f.Output(trialFormats...)
+	if err != nil {
+		return nil, err
+	}
+	dash := cmd.ArgsLenAtDash()
+	if dash < 0 || dash > 0 || len(args) == 0 {
+		return nil, usageErrorf("give the worker's command after --, e.g. lockctl trial -- ./worker.sh")
+	}
+	o := trial.Options{Command: args, Workers: v.workers, Seed: v.seed, LockPattern: v.lockPattern, Env: childEnv(os.Environ(), false)}
+	if v.workers < 1 || v.workers > 64 {
+		return nil, usageErrorf("workers %d must be from 1 to 64", v.workers)
+	}
+	if v.runs < 1 {
+		return nil, usageErrorf("runs %d must be at least 1", v.runs)
+	}
+	for _, d := range []struct {
+		name, value string
+		to          *time.Duration
+	}{{"duration", v.duration, &o.Duration}, {"fault-duration", v.faultDuration, &o.FaultDuration}, {"grace", v.grace, &o.Grace}} {
+		if *d.to, err = lockcore.ParsePositiveDuration(d.value); err != nil {
+			return nil, usageErrorf("%s %s", d.name, err)
+		}
+	}
+	if o.Nemeses, err = trial.ParseNemeses(v.nemeses); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	if v.lockPattern == "" {
+		return nil, emptyFlagError("lock-pattern")
+	}
+	if !cmd.Flags().Changed("seed") {
+		o.Seed = uint64(time.Now().UnixNano() % 1_000_000)
+	}
+	opts := &TrialOptions{Printer: f.newPrinter(format), ErrOut: f.IO.ErrOut, Ctx: cmd.Context(), Trial: o, Runs: v.runs}
+	if v.expect != "" {
+		if err := choice("expect", v.expect, trial.VerdictSafe, trial.VerdictUnsafe); err != nil {
+			return nil, err
+		}
+		opts.Expect = v.expect
+	}
+	if err := v.storeFlags(cmd); err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("redis") {
+		if err := v.givenRedis(f, cmd, opts); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// storeFlags refuses the database flags: trial/store has not landed yet.
+func (v *trialFlags) storeFlags(cmd *cobra.Command) error {
+	for _, name := range []string{"schema", "history", "check", "keep"} {
+		if cmd.Flags().Changed(name) && v.store == "" {
+			return usageErrorf("--%s needs --store (the scratch database it applies to)", name)
+		}
+	}
+	if v.store != "" {
+		return usageErrorf("--store %q is not yet supported by this build: the scratch database comes with trial/store; judge the workers' JSON lines instead (docs/trial.md)", RedactURL(v.store))
+	}
+	return nil
+}
+
+// givenRedis checks --redis for a trial: --yes, one server over plain TCP
+// (each worker reaches it through a loopback proxy), no restart nemesis.
+func (v *trialFlags) givenRedis(f *Factory, cmd *cobra.Command, opts *TrialOptions) error {
+	raw, _ := cmd.Flags().GetString("redis")
+	if !v.yes {
+		return usageErrorf("--redis %s: a trial writes to that server (the workers, the expire nemesis); add --yes, or drop --redis for a scratch redis-server", RedactURL(raw))
+	}
+	u, err := redis.ParseURL(raw)
+	if err != nil || !strings.HasPrefix(raw, "redis://") {
+		return usageErrorf("--redis %s: a trial takes one server as redis://host:port/db (workers reach it through plain TCP proxies)", RedactURL(raw))
+	}
+	for _, n := range opts.Trial.Nemeses {
+		if n == trial.FaultRestart {
+			return usageErrorf("%v", trial.ErrRestartNeedsScratch)
+		}
+	}
+	opts.Trial.Upstream, opts.Trial.RedisDB = u.Addr, u.DB
+	opts.Conn = func() (*RedisConn, error) { return f.Redis(cmd.Context()) }
+	return nil
+}
+
+func trialRun(opts *TrialOptions) error {
+	o := opts.Trial
+	if opts.Conn != nil {
+		conn, err := opts.Conn()
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if conn.Cluster {
+			return usageErrorf("--redis %s is a cluster: a trial takes one server", conn.URL)
+		}
+		o.Redis = conn.Client
+	}
+	var res trial.Result
+	var summaries []trial.RunSummary
+	var err error
+	for i := range opts.Runs {
+		o.Seed = opts.Trial.Seed + uint64(i)
+		res, err = trial.Run(opts.Ctx, o)
+		if err != nil && !res.Interrupted {
+			return trialError(err)
+		}
+		summaries = append(summaries, trial.RunSummary{Seed: o.Seed, Verdict: res.Verdict, Violations: len(res.Violations), DurationMS: res.DurationMS})
+		if opts.Runs > 1 {
+			fmt.Fprintf(opts.ErrOut, "lockctl: trial run %d/%d, seed %d: %s\n", i+1, opts.Runs, o.Seed, res.Verdict)
+		}
+		if res.Verdict == trial.VerdictUnsafe || err != nil {
+			break
+		}
+	}
+	if opts.Runs > 1 {
+		res.Runs = summaries
+		if res.Verdict == trial.VerdictUnsafe {
+			res.CounterexampleSeed = &res.Seed
+		}
+	}
+	if perr := printTrial(opts.Printer, res); perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err // interrupted: execute says so and exits 130
+	}
+	return expectVerdict(opts.Expect, res.Verdict)
+}
+
+// trialError maps Run's errors to exit codes: 127 for a command that cannot
+// start, 3 for a scratch Redis that cannot, 2 for the rest.
+func trialError(err error) error {
+	var se *trial.StartError
+	switch {
+	case errors.As(err, &se):
+		return &ExitError{Code: ExitCannotRun, Err: err}
+	case errors.Is(err, trial.ErrNoRedisServer):
+		return &ExitError{Code: ExitRedis, Err: err}
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return &ExitError{Code: ExitUsage, Err: err}
+}

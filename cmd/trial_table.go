@@ -1,0 +1,214 @@
+package cmd
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/simulate"
+	"github.com/lockctl/lockctl/trial"
+)
+
+// The printers of `lockctl trial`: table (timeline, swimlanes, verdict),
+// mermaid and junit; json and yaml come from the Result's tags.
+
+func printTrial(p *Printer, res trial.Result) error {
+	switch p.Format {
+	case formatMermaid:
+		_, err := fmt.Fprint(p.Out, mermaid(trialAsSimulation(res)))
+		return err
+	case formatJUnit:
+		return trialJUnit(p, res)
+	}
+	return p.Print(res, func(t *TableView) { trialTable(t, res) })
+}
+
+// trialTable renders a trial as simulate renders a run: heading, timeline
+// of faults, violations and the telling lock events, swimlanes, verdict.
+func trialTable(t *TableView, res trial.Result) {
+	st := t.Styles()
+	t.Title(fmt.Sprintf("trial of %s: %d workers, %s, seed %d", oneLineText(strings.Join(res.Command, " ")), res.Workers, fmtMS(res.DurationMS), res.Seed))
+	nem := strings.Join(res.Nemeses, ", ")
+	if nem == "" {
+		nem = "none"
+	}
+	t.Line("redis: %s; nemesis: %s; %d client operations", res.Redis, nem, res.Ops)
+	t.Line("")
+	header, rows := trialRows(res)
+	t.Table(header, rows)
+	t.Line("")
+	for _, l := range swimlane(st, trialAsSimulation(res), laneWidth(t.Width())) {
+		t.Line("%s", l)
+	}
+	t.Line("")
+	t.Line("verdict: %s", st.Level(res.Verdict))
+	for _, v := range res.Violations {
+		t.Line("  %s %s at %s (%s, %s): %s", st.Level("error"), v.Code, fmtMS(v.AtMS), trialWorker(v.Worker), v.Source, oneLineText(v.Detail))
+		for _, r := range v.Rows {
+			t.Line("    %s", oneLineText(strings.Join(r, " | ")))
+		}
+	}
+	for _, w := range res.Reports {
+		line := fmt.Sprintf("w%d: %d starts, %d operations", w.Worker, w.Starts, w.Ops)
+		if len(w.LastErrs) > 0 {
+			line += "; stderr: " + oneLineText(w.LastErrs[len(w.LastErrs)-1])
+		}
+		t.Line("%s", line)
+	}
+	if res.CounterexampleSeed != nil {
+		t.Line("counterexample: seed %d (run %d of the series)", *res.CounterexampleSeed, len(res.Runs))
+	} else if len(res.Runs) > 1 {
+		t.Line("no counterexample in %d runs (seeds %d..%d)", len(res.Runs), res.Runs[0].Seed, res.Runs[len(res.Runs)-1].Seed)
+	}
+	for _, n := range res.Notes {
+		t.Line("note: %s", n)
+	}
+}
+
+// telling are the lock events the table shows; acquisitions and releases
+// are in the swimlanes and the JSON.
+var telling = map[string]bool{inspect.EventTakeover: true, inspect.EventExpired: true, inspect.EventTTLJump: true, inspect.EventFenceBackwards: true}
+
+// trialRows is the pure row builder of the timeline: faults, violations
+// and telling lock events, in time order.
+func trialRows(res trial.Result) ([]string, [][]string) {
+	type row struct {
+		at    int64
+		cells []string
+	}
+	var rows []row
+	for _, f := range res.Faults {
+		what := f.Kind
+		if f.DurationMS > 0 {
+			what += " " + fmtMS(f.DurationMS)
+		}
+		rows = append(rows, row{f.AtMS, []string{fmtMS(f.AtMS), trialWorker(f.Worker), "FAULT " + what, f.Key, f.Note}})
+	}
+	for _, e := range res.Events {
+		if telling[e.Event] {
+			rows = append(rows, row{e.AtMS, []string{fmtMS(e.AtMS), trialWorker(e.Worker), e.Event, e.Key, e.Detail}})
+		}
+	}
+	for _, v := range res.Violations {
+		rows = append(rows, row{v.AtMS, []string{fmtMS(v.AtMS), trialWorker(v.Worker), v.Code, v.Resource, v.Detail}})
+	}
+	// Stable by time: faults before the events and violations they caused.
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && rows[j].at < rows[j-1].at; j-- {
+			rows[j], rows[j-1] = rows[j-1], rows[j]
+		}
+	}
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.cells
+	}
+	return []string{"time", "worker", "event", "key", "detail"}, out
+}
+
+func trialWorker(w int) string {
+	if w <= 0 {
+		return "-"
+	}
+	return "w" + strconv.Itoa(w)
+}
+
+// trialAsSimulation is a trial in simulate's shape, for its swimlane and
+// Mermaid renderers: workers as actors, lock events and faults as events
+// (the lock's holder named by its worker's number), violations as theirs.
+func trialAsSimulation(res trial.Result) simulate.Result {
+	sim := simulate.Result{Scenario: "trial of " + strings.Join(res.Command, " "), Verdict: res.Verdict, EndMS: res.DurationMS, Lanes: res.Lanes}
+	for _, l := range res.Lanes {
+		sim.Actors = append(sim.Actors, l.Actor)
+	}
+	var evs []simulate.Event
+	for _, e := range res.Events {
+		se := simulate.Event{AtMS: e.AtMS, Actor: trialWorker(e.Worker), Kind: strings.ToLower(e.Event), OK: true, Note: e.Key + ": " + e.Detail}
+		switch e.Event {
+		case inspect.EventAcquired, inspect.EventTakeover, inspect.EventRenewed, inspect.EventTTLJump:
+			holder := "?"
+			if e.Worker > 0 {
+				holder = strconv.Itoa(e.Worker)
+			}
+			se.Lock = &simulate.LockView{Holder: holder, PTTLMS: e.PTTLMS}
+		}
+		evs = append(evs, se)
+	}
+	for _, f := range res.Faults {
+		evs = append(evs, simulate.Event{AtMS: f.AtMS, Actor: trialWorker(f.Worker), Kind: "fault_" + f.Kind, OK: true, Note: f.Note, Lock: lockAt(evs, f.AtMS)})
+	}
+	for i := 1; i < len(evs); i++ {
+		for j := i; j > 0 && evs[j].AtMS < evs[j-1].AtMS; j-- {
+			evs[j], evs[j-1] = evs[j-1], evs[j]
+		}
+	}
+	sim.Events = evs
+	for _, v := range res.Violations {
+		sim.Violations = append(sim.Violations, simulate.Violation{Code: v.Code, AtMS: v.AtMS, Actor: trialWorker(v.Worker), Message: v.Detail})
+	}
+	return sim
+}
+
+// lockAt is the lock view in force at ms among the lock events so far.
+func lockAt(evs []simulate.Event, ms int64) *simulate.LockView {
+	var l *simulate.LockView
+	for _, e := range evs {
+		if e.AtMS <= ms && !strings.HasPrefix(e.Kind, "fault_") {
+			l = e.Lock
+		}
+	}
+	return l
+}
+
+// trialJUnit writes one test case per run (per seed), failed when unsafe,
+// with the violations as the failure's text.
+func trialJUnit(p *Printer, res trial.Result) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      string   `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+	}
+	type suite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	runs := res.Runs
+	if len(runs) == 0 {
+		runs = []trial.RunSummary{{Seed: res.Seed, Verdict: res.Verdict, Violations: len(res.Violations), DurationMS: res.DurationMS}}
+	}
+	s := suite{Name: "lockctl trial " + strings.Join(res.Command, " "), Tests: len(runs)}
+	for _, r := range runs {
+		c := testcase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "lockctl.trial", Time: fmt.Sprintf("%.3f", float64(r.DurationMS)/1000)}
+		if r.Verdict == trial.VerdictUnsafe {
+			s.Failures++
+			var b strings.Builder
+			if r.Seed == res.Seed {
+				for _, v := range res.Violations {
+					fmt.Fprintf(&b, "%s at %s (%s): %s\n", v.Code, fmtMS(v.AtMS), trialWorker(v.Worker), v.Detail)
+				}
+			}
+			c.Failure = &failure{Message: fmt.Sprintf("unsafe: %d violations", r.Violations), Type: "unsafe", Text: b.String()}
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	if _, err := fmt.Fprint(p.Out, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(p.Out)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(p.Out)
+	return err
+}

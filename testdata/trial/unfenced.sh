@@ -1,0 +1,19 @@
+#!/bin/sh
+# A worker no one wrote for lockctl: it takes lock:counter with SET NX PX,
+# gets a fence (INCR), reads the counter, works, and writes the counter back
+# without checking the fence. A pause longer than the lease lets a second
+# worker in; the first one's late write is a stale write.
+cli() { redis-cli -u "$REDIS_URL" "$@"; }
+tok="w$LOCKCTL_TRIAL_WORKER-$$"
+while :; do
+	if [ "$(cli SET lock:counter "$tok" NX PX 1000)" = OK ]; then
+		fence=$(cli INCR fence:counter)
+		v=$(cli GET counter)
+		sleep 0.3
+		echo "{\"op\":\"invoke\",\"resource\":\"counter\",\"fence\":$fence}"
+		cli SET counter $((${v:-0} + 1)) >/dev/null
+		echo "{\"op\":\"ok\",\"resource\":\"counter\",\"fence\":$fence}"
+		cli EVAL "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) end return 0" 1 lock:counter "$tok" >/dev/null
+	fi
+	sleep 0.05
+done

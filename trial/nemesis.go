@@ -1,0 +1,130 @@
+package trial
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// planned is one fault of the schedule: its kind, when it starts (since the
+// trial's start), and the worker to use when no lock holder is seen.
+type planned struct {
+	at       time.Duration
+	kind     string
+	fallback int
+}
+
+// schedule draws the faults of a trial from seed alone, so --seed replays
+// the same kinds at the same times: the first after warm-up, each next one
+// a gap of D/2..D (the fault duration) after the last one ended, until the
+// trial's end. Instant faults (kill, expire, restart) take no time.
+func schedule(seed uint64, kinds []string, fault, duration time.Duration, workers int) []planned {
+	var out []planned
+	if len(kinds) == 0 || workers < 1 {
+		return out
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x7472696))
+	at := min(time.Second, duration/5)
+	for at < duration {
+		p := planned{at: at, kind: kinds[rng.IntN(len(kinds))], fallback: 1 + rng.IntN(workers)}
+		out = append(out, p)
+		if p.kind == FaultPause || p.kind == FaultPartition {
+			at += fault
+		}
+		at += fault/2 + time.Duration(rng.Int64N(int64(fault/2)+1))
+	}
+	return out
+}
+
+// nemesis runs the schedule until ctx ends, then heals what it left broken.
+func (t *trial) nemesis(ctx context.Context, plan []planned) {
+	for _, p := range plan {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(t.start.Add(p.at))):
+		}
+		t.inject(ctx, p)
+	}
+}
+
+// target is the worker a fault hits: the holder of a lock key matching
+// --lock-pattern when one is seen (Jepsen's targeted nemeses), else the
+// schedule's fallback.
+func (t *trial) target(p planned) (int, string, string) {
+	for _, h := range t.sampler.holders() {
+		if h.worker > 0 {
+			return h.worker, h.key, "holds " + h.key
+		}
+	}
+	return p.fallback, "", "no holder seen: random worker"
+}
+
+func (t *trial) inject(ctx context.Context, p planned) {
+	f := Fault{Kind: p.kind}
+	d := t.opts.FaultDuration
+	switch p.kind {
+	case FaultPause:
+		w, key, why := t.target(p)
+		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
+		if !t.workers[w-1].signal(sigStop) {
+			f.Note, f.DurationMS = "worker not running", 0
+			break
+		}
+		t.lanes.set(w, lanePaused, true)
+		t.record(f)
+		t.sleep(ctx, d)
+		t.workers[w-1].signal(sigCont)
+		t.lanes.set(w, lanePaused, false)
+		return
+	case FaultKill:
+		w, key, why := t.target(p)
+		f.Worker, f.Key, f.Note = w, key, why
+		if !t.workers[w-1].signal(sigKill) {
+			f.Note = "worker not running"
+		}
+	case FaultPartition:
+		w, key, why := t.target(p)
+		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
+		t.proxies[w-1].stall(d)
+		t.lanes.set(w, lanePartitioned, true)
+		t.record(f)
+		t.sleep(ctx, d)
+		t.proxies[w-1].heal()
+		t.lanes.set(w, lanePartitioned, false)
+		return
+	case FaultExpire:
+		f.Note = "no lock key seen"
+		if hs := t.sampler.holders(); len(hs) > 0 {
+			f.Key, f.Worker = hs[0].key, hs[0].worker
+			f.Note = "PEXPIRE 1ms: the key expires early"
+			if err := t.client.PExpire(ctx, f.Key, time.Millisecond).Err(); err != nil {
+				f.Note = fmt.Sprintf("PEXPIRE failed: %v", err)
+			}
+		}
+	case FaultRestart:
+		f.Note = "redis-server restarted empty"
+		if err := t.scratch.restart(ctx); err != nil {
+			f.Note = fmt.Sprintf("restart failed: %v", err)
+		}
+	}
+	t.record(f)
+}
+
+// record adds f, stamped now unless it has a time.
+func (t *trial) record(f Fault) {
+	now := time.Now()
+	f.At, f.AtMS = rfc3339ms(now), now.Sub(t.start).Milliseconds()
+	t.mu.Lock()
+	t.faults = append(t.faults, f)
+	t.mu.Unlock()
+}
+
+// sleep waits d or until ctx ends.
+func (t *trial) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

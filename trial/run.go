@@ -1,0 +1,291 @@
+// Package trial puts a team's own worker through faults: several copies of
+// a command against a real Redis (each through a loopback proxy of its own),
+// a nemesis that pauses, kills, partitions, expires locks early and
+// restarts Redis on a seeded schedule, and a checker that judges what the
+// workers reported (their client history), what a scratch database kept
+// (through Options.Judge) and the lock timeline sampled as watch does.
+// It never prints: Run returns a Result (docs/trial.md).
+package trial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of the options (docs/trial.md).
+const (
+	DefaultWorkers       = 3
+	DefaultDuration      = 30 * time.Second
+	DefaultFaultDuration = 5 * time.Second
+	DefaultGrace         = 5 * time.Second
+	DefaultLockPattern   = "lock:*"
+	DefaultSampleEvery   = 20 * time.Millisecond
+)
+
+// DefaultNemeses is --nemesis's default: restart needs the scratch server.
+var DefaultNemeses = []string{FaultPause, FaultKill, FaultPartition, FaultExpire}
+
+// Options are the inputs of one trial. Durations are time.Duration; a zero
+// one takes its default.
+type Options struct {
+	// Command is COMMAND [ARGS...], run without a shell.
+	Command []string
+	Workers int
+	// Duration is how long workers run (and are restarted) before the stop.
+	Duration time.Duration
+	// Grace is the time between SIGTERM and SIGKILL at the stop.
+	Grace         time.Duration
+	Seed          uint64
+	Nemeses       []string
+	FaultDuration time.Duration
+	// LockPattern is the Redis glob of the lock keys (timeline, targets, expire).
+	LockPattern string
+	// Redis is the server to use (the user's --redis, with --yes); nil: a
+	// scratch redis-server. Upstream is its host:port for the proxies and
+	// RedisDB its database number.
+	Redis    redis.UniversalClient
+	Upstream string
+	RedisDB  int
+	// Env is the workers' base environment (without lockctl's secrets);
+	// Dir their working directory ("" the current one).
+	Env []string
+	Dir string
+	// DatabaseURL is handed to the workers as DATABASE_URL when set.
+	DatabaseURL string
+	// Judge, when set, judges the scratch database after the workers
+	// stopped (--history, --check).
+	Judge       func(ctx context.Context) ([]Violation, error)
+	SampleEvery time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Duration <= 0 {
+		o.Duration = DefaultDuration
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.FaultDuration <= 0 {
+		o.FaultDuration = DefaultFaultDuration
+	}
+	if o.LockPattern == "" {
+		o.LockPattern = DefaultLockPattern
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = DefaultSampleEvery
+	}
+	if o.Nemeses == nil {
+		o.Nemeses = DefaultNemeses
+	}
+}
+
+// ErrRestartNeedsScratch: the restart nemesis empties the server; lockctl
+// does that only to the scratch one it started.
+var ErrRestartNeedsScratch = errors.New("nemesis restart empties Redis: only with the scratch server (drop --redis or drop restart)")
+
+// trial is the state of one run.
+type trial struct {
+	opts    Options
+	start   time.Time
+	client  redis.UniversalClient
+	scratch *scratchRedis
+	proxies []*proxy
+	workers []*worker
+	owners  *owners
+	sampler *sampler
+	lanes   *laneRecorder
+	stopCh  chan struct{}
+
+	mu     sync.Mutex
+	ops    []Op
+	faults []Fault
+}
+
+// Run runs one trial and returns its result. Bad options are errors before
+// anything starts; a command that cannot be started is a *StartError;
+// ErrNoRedisServer when the scratch server cannot be. When ctx is cancelled
+// (Ctrl-C) the faults are healed first, the workers stopped and Redis
+// stopped, and Run returns the partial result (Interrupted) with ctx's error.
+func Run(ctx context.Context, o Options) (Result, error) {
+	o.defaults()
+	if err := platformErr(); err != nil {
+		return Result{}, err
+	}
+	if len(o.Command) == 0 {
+		return Result{}, errors.New("no command to try: give it after --")
+	}
+	if _, err := exec.LookPath(o.Command[0]); err != nil {
+		return Result{}, &StartError{Command: o.Command[0], Err: err}
+	}
+	if o.Redis != nil && slices.Contains(o.Nemeses, FaultRestart) {
+		return Result{}, ErrRestartNeedsScratch
+	}
+	t := &trial{opts: o, client: o.Redis, stopCh: make(chan struct{}), owners: &owners{pattern: o.LockPattern, byToken: map[string]int{}}}
+	upstream := o.Upstream
+	if o.Redis == nil {
+		s, err := startScratch(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		defer s.stop()
+		t.scratch, upstream = s, s.addr
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		defer c.Close()
+		t.client = c
+	}
+	for i := 1; i <= o.Workers; i++ {
+		p, err := newProxy(i, upstream, t.owners.observe)
+		if err != nil {
+			return Result{}, err
+		}
+		defer p.close()
+		t.proxies = append(t.proxies, p)
+	}
+	return t.run(ctx)
+}
+
+// run starts the sampler, the workers and the nemesis, stops them in that
+// order's reverse after the duration (or ctx's end), and judges.
+func (t *trial) run(ctx context.Context) (Result, error) {
+	o := t.opts
+	t.start = time.Now()
+	t.lanes = newLaneRecorder(t.start)
+	t.sampler = &sampler{t: t, client: t.client, differs: map[string]*inspect.Differ{}, last: map[string]int{}, interval: o.SampleEvery,
+		reader: &inspect.Reader{Light: true}}
+	sctx, stopSampler := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() { t.sampler.run(sctx); close(sampled) }()
+	for i := 1; i <= o.Workers; i++ {
+		w := &worker{id: i, t: t, done: make(chan struct{}),
+			env: workerEnv(o.Env, i, o.Seed, redisURL(t.proxies[i-1].addr(), o.RedisDB), o.DatabaseURL)}
+		t.workers = append(t.workers, w)
+		go w.loop()
+	}
+	nctx, stopNemesis := context.WithTimeout(ctx, o.Duration)
+	defer stopNemesis()
+	healed := make(chan struct{})
+	go func() {
+		t.nemesis(nctx, schedule(o.Seed, o.Nemeses, o.FaultDuration, o.Duration, o.Workers))
+		close(healed)
+	}()
+	<-nctx.Done()
+	<-healed // the nemesis heals what it broke as its context ends
+	for i, w := range t.workers {
+		w.signal(sigCont)
+		t.proxies[i].heal()
+	}
+	close(t.stopCh)
+	var wg sync.WaitGroup
+	for _, w := range t.workers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.stop(o.Grace) }()
+	}
+	wg.Wait()
+	end := time.Since(t.start)
+	stopSampler()
+	<-sampled
+	res := t.result(end)
+	if o.Judge != nil {
+		jctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		vs, err := o.Judge(jctx)
+		cancel()
+		if err != nil {
+			return res, err
+		}
+		res.Violations = append(res.Violations, vs...)
+	}
+	res.Verdict = VerdictSafe
+	if len(res.Violations) > 0 {
+		res.Verdict = VerdictUnsafe
+	}
+	if err := ctx.Err(); err != nil {
+		res.Interrupted = true
+		res.Notes = append(res.Notes, "interrupted: the verdict covers the history up to the interruption")
+		return res, err
+	}
+	return res, nil
+}
+
+// result gathers the history, faults, timeline and lanes after the stop.
+func (t *trial) result(end time.Duration) Result {
+	o := t.opts
+	t.mu.Lock()
+	ops, faults := append([]Op(nil), t.ops...), append([]Fault{}, t.faults...)
+	t.mu.Unlock()
+	res := Result{Seed: o.Seed, Workers: o.Workers, DurationMS: end.Milliseconds(), Command: o.Command, Nemeses: o.Nemeses,
+		Faults: faults, Events: t.sampler.timeline(), Ops: len(ops), Lanes: t.lanes.lanes(o.Workers, end.Milliseconds()), Notes: []string{}}
+	res.Redis = "scratch redis-server " + t.upstreamName()
+	if t.scratch == nil {
+		res.Redis = "given server " + o.Upstream
+	}
+	res.Violations = judgeHistory(ops)
+	for _, e := range res.Events {
+		if e.Event == inspect.EventFenceBackwards {
+			res.Violations = append(res.Violations, Violation{Code: CodeFenceBackwards, At: e.At, AtMS: e.AtMS, Worker: e.Worker, Source: SourceLock, Fence: e.Fence, Detail: e.Key + ": " + e.Detail})
+		}
+	}
+	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].AtMS < res.Violations[j].AtMS })
+	if res.Violations == nil {
+		res.Violations = []Violation{}
+	}
+	for _, w := range t.workers {
+		res.Reports = append(res.Reports, w.snapshot())
+	}
+	if len(ops) == 0 {
+		res.Notes = append(res.Notes, "no client history: the workers printed no {\"op\":...} lines on stdout (docs/trial.md)")
+	}
+	return res
+}
+
+func (t *trial) upstreamName() string {
+	if t.scratch != nil {
+		return t.scratch.addr
+	}
+	return t.opts.Upstream
+}
+
+// addOp records an operation worker printed, stamped now.
+func (t *trial) addOp(worker int, op Op) {
+	now := time.Now()
+	op.Worker, op.at, op.AtMS = worker, now, now.Sub(t.start).Milliseconds()
+	t.mu.Lock()
+	t.ops = append(t.ops, op)
+	t.mu.Unlock()
+}
+
+// redisURL is the URL a worker gets: its proxy, the database, no password.
+func redisURL(addr string, db int) string {
+	u := url.URL{Scheme: "redis", Host: addr, Path: "/" + strconv.Itoa(db)}
+	return u.String()
+}
+
+// ParseNemeses reads --nemesis: a comma-separated list of FaultKinds, or
+// "none". It returns an error naming the unknown word and the accepted ones.
+func ParseNemeses(list []string) ([]string, error) {
+	out := []string{}
+	for _, n := range list {
+		switch {
+		case n == "none" && len(list) == 1:
+			return out, nil
+		case !slices.Contains(FaultKinds, n):
+			return nil, fmt.Errorf("nemesis %q is not one of %v (or none)", n, FaultKinds)
+		case !slices.Contains(out, n):
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package trial
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
+)
+
+func script(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "testdata", "trial", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func codes(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Code)
+	}
+	return out
+}
+
+// TestUnfencedWorkerIsUnsafeUnderPause: a shell worker that writes without
+// checking its fence has a stale write within a few seconds of pauses.
+func TestUnfencedWorkerIsUnsafeUnderPause(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Options{Command: []string{script(t, "unfenced.sh")}, Duration: 7 * time.Second,
+		FaultDuration: 1800 * time.Millisecond, Nemeses: []string{FaultPause}, Seed: 1, Grace: time.Second, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != VerdictUnsafe || !slices.Contains(codes(res.Violations), CodeStaleWrite) {
+		t.Fatalf("verdict %s, violations %v; want unsafe with %s\nfaults %+v", res.Verdict, res.Violations, CodeStaleWrite, res.Faults)
+	}
+	if len(res.Faults) == 0 || res.Faults[0].Kind != FaultPause || res.Faults[0].Worker == 0 {
+		t.Errorf("faults %+v, want a pause of a worker first", res.Faults)
+	}
+	if res.Faults[0].Key != "lock:counter" {
+		t.Errorf("first pause %+v: want the holder of lock:counter targeted", res.Faults[0])
+	}
+	held := false
+	for _, e := range res.Events {
+		held = held || e.Worker > 0 && e.Key == "lock:counter"
+	}
+	if !held {
+		t.Errorf("no timeline event names the worker holding lock:counter: %+v", res.Events)
+	}
+}
+
+// TestFencedWorkerIsSafeUnderPauseAndKill: the same worker with a fenced
+// write survives pauses, kills, partitions and early expiry.
+func TestFencedWorkerIsSafeUnderFaults(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Options{Command: []string{script(t, "fenced.sh")}, Duration: 5 * time.Second,
+		FaultDuration: 1500 * time.Millisecond, Seed: 2, Grace: time.Second, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != VerdictSafe || res.Ops == 0 {
+		t.Fatalf("verdict %s, %d ops, violations %+v; want safe with ops", res.Verdict, res.Ops, res.Violations)
+	}
+	if len(res.Faults) == 0 {
+		t.Error("no fault injected")
+	}
+}
+
+// TestGivenRedisAndKillRestarts: with a given server, killed workers are
+// started again, and restart is refused.
+func TestGivenRedisAndKillRestarts(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	o := Options{Command: []string{script(t, "fenced.sh")}, Duration: 3 * time.Second, Workers: 2, FaultDuration: 400 * time.Millisecond,
+		Nemeses: []string{FaultKill}, Seed: 3, Grace: time.Second, Env: os.Environ(), Redis: c, Upstream: srv.Addr}
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := 0
+	for _, r := range res.Reports {
+		starts += r.Starts
+	}
+	if starts <= 2 || len(res.Faults) < 2 {
+		t.Errorf("%d starts after %d faults: want killed workers started again", starts, len(res.Faults))
+	}
+	o.Nemeses = []string{FaultRestart}
+	if _, err := Run(context.Background(), o); !errors.Is(err, ErrRestartNeedsScratch) {
+		t.Errorf("restart on a given server: err %v, want ErrRestartNeedsScratch", err)
+	}
+}
+
+func TestCommandNotFound(t *testing.T) {
+	t.Parallel()
+	_, err := Run(context.Background(), Options{Command: []string{"/nonexistent/worker"}})
+	var se *StartError
+	if !errors.As(err, &se) {
+		t.Fatalf("err %v, want *StartError", err)
+	}
+}
+
+// TestInterruptStopsEverything: a cancelled trial continues its paused
+// worker, stops the rest and returns a partial result.
+func TestInterruptStopsEverything(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, Options{Command: []string{script(t, "unfenced.sh")}, Duration: time.Minute, Workers: 2,
+		FaultDuration: 10 * time.Second, Nemeses: []string{FaultPause}, Seed: 1, Grace: time.Second, Env: os.Environ()})
+	if !errors.Is(err, context.DeadlineExceeded) || !res.Interrupted {
+		t.Fatalf("err %v, interrupted %v: want the context's error and a partial result", err, res.Interrupted)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to stop", d)
+	}
+}

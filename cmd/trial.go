@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ var trialFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid, 
 // TrialOptions are the inputs of `lockctl trial`.
 type TrialOptions struct {
 	Printer *Printer
-	ErrOut  interface{ Write([]byte) (int, error) }
+	ErrOut  io.Writer
 	Ctx     context.Context
 	// Trial is the first run's options; Runs more run with the next seeds.
 	Trial trial.Options

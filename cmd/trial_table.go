@@ -35,6 +35,7 @@ func trialTable(t *TableView, res trial.Result) {
 		nem = "none"
 	}
 	t.Line("redis: %s; nemesis: %s; %d client operations", res.Redis, nem, res.Ops)
+	t.Line("lock timeline: %s", eventCounts(res.Events))
 	t.Line("")
 	header, rows := trialRows(res)
 	t.Table(header, rows)
@@ -67,9 +68,32 @@ func trialTable(t *TableView, res trial.Result) {
 	}
 }
 
-// telling are the lock events the table shows; acquisitions and releases
-// are in the swimlanes and the JSON.
-var telling = map[string]bool{inspect.EventTakeover: true, inspect.EventExpired: true, inspect.EventTTLJump: true, inspect.EventFenceBackwards: true}
+// telling are the lock events the table lists. Acquisitions, releases and
+// take-overs are in the swimlanes, counted, and in the JSON: a release and
+// the next acquisition within one sample show as a TAKEOVER, so the table
+// would list one for most hand-overs.
+var telling = map[string]bool{inspect.EventExpired: true, inspect.EventTTLJump: true, inspect.EventFenceBackwards: true}
+
+// eventCounts is "12 ACQUIRED, 9 RELEASED, ..." over the lock timeline, in
+// order of first appearance.
+func eventCounts(evs []trial.Event) string {
+	var order []string
+	n := map[string]int{}
+	for _, e := range evs {
+		if n[e.Event] == 0 {
+			order = append(order, e.Event)
+		}
+		n[e.Event]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+	}
+	if len(parts) == 0 {
+		return "no lock key seen"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // trialRows is the pure row builder of the timeline: faults, violations
 // and telling lock events, in time order.

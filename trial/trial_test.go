@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/lockctl/lockctl/simulate"
 )
 
 func script(t *testing.T, name string) string {
@@ -121,5 +122,50 @@ func TestInterruptStopsEverything(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s to stop", d)
+	}
+}
+
+// TestPartitionAndRestart: a partition shows in the worker's lane; the
+// scratch server restarts empty and the workers carry on; only the
+// restart can make the fenced worker unsafe.
+func TestPartitionAndRestart(t *testing.T) {
+	t.Parallel()
+	res, err := Run(context.Background(), Options{Command: []string{script(t, "fenced.sh")}, Duration: 4 * time.Second, Workers: 2,
+		FaultDuration: time.Second, Nemeses: []string{FaultPartition, FaultRestart}, Seed: 5, Grace: time.Second, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, f := range res.Faults {
+		kinds[f.Kind] = true
+		if f.Kind == FaultPartition {
+			cut := false
+			for _, s := range res.Lanes[f.Worker-1].Segments {
+				cut = cut || s.State == simulate.LanePartitioned
+			}
+			if !cut {
+				t.Errorf("worker %d was partitioned at %dms but its lane shows no cut: %+v", f.Worker, f.AtMS, res.Lanes[f.Worker-1])
+			}
+		}
+		if f.Kind == FaultRestart && f.Note != "redis-server restarted empty" {
+			t.Errorf("restart: %s", f.Note)
+		}
+	}
+	if !kinds[FaultPartition] || !kinds[FaultRestart] {
+		t.Errorf("faults %+v: want a partition and a restart (seed 5)", res.Faults)
+	}
+	// The fence counter has no persistence either: after the empty restart
+	// fences start again at 1, and a write with a low fence is accepted
+	// (docs/fencing.md). Before the restart the worker is safe.
+	var restartMS int64
+	for _, f := range res.Faults {
+		if f.Kind == FaultRestart {
+			restartMS = f.AtMS
+		}
+	}
+	for _, v := range res.Violations {
+		if v.AtMS < restartMS {
+			t.Errorf("violation before the restart at %dms: %+v", restartMS, v)
+		}
 	}
 }

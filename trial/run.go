@@ -64,7 +64,8 @@ type Options struct {
 	// DatabaseURL is handed to the workers as DATABASE_URL when set.
 	DatabaseURL string
 	// Judge, when set, judges the scratch database after the workers
-	// stopped (--history, --check).
+	// stopped (--history, --check); its violations get Source "store" and
+	// the trial's end as their time.
 	Judge       func(ctx context.Context) ([]Violation, error)
 	SampleEvery time.Duration
 }
@@ -205,6 +206,9 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 		cancel()
 		if err != nil {
 			return res, err
+		}
+		for i := range vs { // judged after the run: stamped with its end
+			vs[i].Source, vs[i].AtMS = SourceStore, res.DurationMS
 		}
 		res.Violations = append(res.Violations, vs...)
 	}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"encoding/xml"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 func printTrial(p *Printer, res trial.Result) error {
 	switch p.Format {
 	case formatMermaid:
-		_, err := fmt.Fprint(p.Out, mermaid(trialAsSimulation(res)))
+		_, err := fmt.Fprint(p.Out, trialMermaid(res))
 		return err
 	case formatJUnit:
 		return trialJUnit(p, res)
@@ -138,9 +139,9 @@ func trialWorker(w int) string {
 	return "w" + strconv.Itoa(w)
 }
 
-// trialAsSimulation is a trial in simulate's shape, for its swimlane and
-// Mermaid renderers: workers as actors, lock events and faults as events
-// (the lock's holder named by its worker's number), violations as theirs.
+// trialAsSimulation is a trial in simulate's shape, for its swimlane
+// renderer: workers as actors, lock events and faults as events (the
+// lock's holder named by its worker's number), violations as theirs.
 func trialAsSimulation(res trial.Result) simulate.Result {
 	sim := simulate.Result{Scenario: "trial of " + strings.Join(res.Command, " "), Verdict: res.Verdict, EndMS: res.DurationMS, Lanes: res.Lanes}
 	for _, l := range res.Lanes {
@@ -235,4 +236,67 @@ func trialJUnit(p *Printer, res trial.Result) error {
 	}
 	_, err := fmt.Fprintln(p.Out)
 	return err
+}
+
+// trialMermaid renders a trial as a Mermaid sequence diagram: the workers'
+// acquisitions and releases as messages to Redis, expiries, faults on Redis
+// and violations as notes, in time order.
+func trialMermaid(res trial.Result) string {
+	var b strings.Builder
+	clean := strings.NewReplacer(";", ",", "#", "no. ", "\n", " ").Replace
+	line := func(format string, args ...any) { fmt.Fprintf(&b, "    "+format+"\n", args...) }
+	type item struct {
+		at   int64
+		text string
+	}
+	var items []item
+	add := func(at int64, format string, args ...any) {
+		items = append(items, item{at, clean(fmt.Sprintf(format, args...))})
+	}
+	store := false
+	for _, e := range res.Events {
+		switch {
+		case e.Worker > 0 && (e.Event == inspect.EventAcquired || e.Event == inspect.EventTakeover):
+			add(e.AtMS, "w%d->>R: %s acquired %s", e.Worker, fmtMS(e.AtMS), e.Key)
+		case e.Worker > 0 && e.Event == inspect.EventReleased:
+			add(e.AtMS, "w%d->>R: %s released %s", e.Worker, fmtMS(e.AtMS), e.Key)
+		default:
+			add(e.AtMS, "Note over R: %s %s %s (%s)", fmtMS(e.AtMS), e.Key, strings.ToLower(e.Event), trialWorker(e.Worker))
+		}
+	}
+	for _, f := range res.Faults {
+		over := "R"
+		if f.Worker > 0 && f.Kind != trial.FaultExpire {
+			over = trialWorker(f.Worker)
+		}
+		what := f.Kind
+		if f.DurationMS > 0 {
+			what += " " + fmtMS(f.DurationMS)
+		}
+		add(f.AtMS, "Note over %s: %s FAULT %s: %s", over, fmtMS(f.AtMS), what, f.Note)
+	}
+	for _, v := range res.Violations {
+		over := trialWorker(v.Worker)
+		switch {
+		case v.Source == trial.SourceStore:
+			over, store = "S", true
+		case v.Worker <= 0:
+			over = "R"
+		}
+		add(v.AtMS, "Note over %s: %s at %s: %s", over, v.Code, fmtMS(v.AtMS), v.Detail)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].at < items[j].at })
+	b.WriteString("sequenceDiagram\n")
+	line("title %s: %s (seed %d)", clean("trial of "+strings.Join(res.Command, " ")), res.Verdict, res.Seed)
+	for w := 1; w <= res.Workers; w++ {
+		line("participant w%d", w)
+	}
+	line("participant R as Redis")
+	if store {
+		line("participant S as Store")
+	}
+	for _, it := range items {
+		line("%s", it.text)
+	}
+	return b.String()
 }

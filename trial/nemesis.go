@@ -52,13 +52,39 @@ func (t *trial) nemesis(ctx context.Context, plan []planned) {
 // target is the worker a fault hits: the holder of a lock key matching
 // --lock-pattern when one is seen (Jepsen's targeted nemeses), else the
 // schedule's fallback.
-func (t *trial) target(p planned) (int, string, string) {
-	for _, h := range t.sampler.holders() {
-		if h.worker > 0 {
-			return h.worker, h.key, "holds " + h.key
+// It waits up to targetWait for a holder to show, as a lock is often free
+// for a moment between two holders.
+func (t *trial) target(ctx context.Context, p planned) (int, string, string) {
+	deadline := time.Now().Add(targetWait)
+	for {
+		for _, h := range t.sampler.holders() {
+			if h.worker > 0 {
+				return h.worker, h.key, "holds " + h.key
+			}
 		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return p.fallback, "", "no holder seen: random worker"
+		}
+		t.sleep(ctx, t.opts.SampleEvery)
 	}
-	return p.fallback, "", "no holder seen: random worker"
+}
+
+// targetWait is how long a fault waits for a lock holder to target.
+const targetWait = 500 * time.Millisecond
+
+// heldKey is a held lock key for the expire nemesis, waiting up to
+// targetWait for one; "" when none showed.
+func (t *trial) heldKey(ctx context.Context) (string, int) {
+	deadline := time.Now().Add(targetWait)
+	for {
+		if hs := t.sampler.holders(); len(hs) > 0 {
+			return hs[0].key, hs[0].worker
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "", 0
+		}
+		t.sleep(ctx, t.opts.SampleEvery)
+	}
 }
 
 func (t *trial) inject(ctx context.Context, p planned) {
@@ -66,7 +92,7 @@ func (t *trial) inject(ctx context.Context, p planned) {
 	d := t.opts.FaultDuration
 	switch p.kind {
 	case FaultPause:
-		w, key, why := t.target(p)
+		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
 		if !t.workers[w-1].signal(sigStop) {
 			f.Note, f.DurationMS = "worker not running", 0
@@ -79,13 +105,13 @@ func (t *trial) inject(ctx context.Context, p planned) {
 		t.lanes.set(w, lanePaused, false)
 		return
 	case FaultKill:
-		w, key, why := t.target(p)
+		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note = w, key, why
 		if !t.workers[w-1].signal(sigKill) {
 			f.Note = "worker not running"
 		}
 	case FaultPartition:
-		w, key, why := t.target(p)
+		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
 		t.proxies[w-1].stall(d)
 		t.lanes.set(w, lanePartitioned, true)
@@ -96,8 +122,8 @@ func (t *trial) inject(ctx context.Context, p planned) {
 		return
 	case FaultExpire:
 		f.Note = "no lock key seen"
-		if hs := t.sampler.holders(); len(hs) > 0 {
-			f.Key, f.Worker = hs[0].key, hs[0].worker
+		if key, w := t.heldKey(ctx); key != "" {
+			f.Key, f.Worker = key, w
 			f.Note = "PEXPIRE 1ms: the key expires early"
 			if err := t.client.PExpire(ctx, f.Key, time.Millisecond).Err(); err != nil {
 				f.Note = fmt.Sprintf("PEXPIRE failed: %v", err)

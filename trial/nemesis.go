@@ -89,6 +89,7 @@ func (t *trial) heldKey(ctx context.Context) (string, int) {
 
 func (t *trial) inject(ctx context.Context, p planned) {
 	f := Fault{Kind: p.kind}
+	start := time.Now() // each fault resets it to the instant it acts
 	d := t.opts.FaultDuration
 	switch p.kind {
 	case FaultPause:
@@ -99,7 +100,7 @@ func (t *trial) inject(ctx context.Context, p planned) {
 			break
 		}
 		t.lanes.set(w, lanePaused, true)
-		t.record(f)
+		t.record(f, time.Now())
 		t.sleep(ctx, d)
 		t.workers[w-1].signal(sigCont)
 		t.lanes.set(w, lanePaused, false)
@@ -107,6 +108,7 @@ func (t *trial) inject(ctx context.Context, p planned) {
 	case FaultKill:
 		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note = w, key, why
+		start = time.Now()
 		if !t.workers[w-1].signal(sigKill) {
 			f.Note = "worker not running"
 		}
@@ -115,14 +117,16 @@ func (t *trial) inject(ctx context.Context, p planned) {
 		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
 		t.proxies[w-1].stall(d)
 		t.lanes.set(w, lanePartitioned, true)
-		t.record(f)
+		t.record(f, time.Now())
 		t.sleep(ctx, d)
 		t.proxies[w-1].heal()
 		t.lanes.set(w, lanePartitioned, false)
 		return
 	case FaultExpire:
 		f.Note = "no lock key seen"
-		if key, w := t.heldKey(ctx); key != "" {
+		key, w := t.heldKey(ctx)
+		start = time.Now()
+		if key != "" {
 			f.Key, f.Worker = key, w
 			f.Note = "PEXPIRE 1ms: the key expires early"
 			if err := t.client.PExpire(ctx, f.Key, time.Millisecond).Err(); err != nil {
@@ -131,17 +135,17 @@ func (t *trial) inject(ctx context.Context, p planned) {
 		}
 	case FaultRestart:
 		f.Note = "redis-server restarted empty"
+		start = time.Now()
 		if err := t.scratch.restart(ctx); err != nil {
 			f.Note = fmt.Sprintf("restart failed: %v", err)
 		}
 	}
-	t.record(f)
+	t.record(f, start)
 }
 
-// record adds f, stamped now unless it has a time.
-func (t *trial) record(f Fault) {
-	now := time.Now()
-	f.At, f.AtMS = rfc3339ms(now), now.Sub(t.start).Milliseconds()
+// record adds f, stamped at (when the fault began).
+func (t *trial) record(f Fault, at time.Time) {
+	f.At, f.AtMS = rfc3339ms(at), at.Sub(t.start).Milliseconds()
 	t.mu.Lock()
 	t.faults = append(t.faults, f)
 	t.mu.Unlock()

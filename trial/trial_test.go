@@ -157,9 +157,9 @@ func TestPartitionAndRestart(t *testing.T) {
 	// The fence counter has no persistence either: after the empty restart
 	// fences start again at 1, and a write with a low fence is accepted
 	// (docs/fencing.md). Before the restart the worker is safe.
-	var restartMS int64
+	restartMS := int64(-1)
 	for _, f := range res.Faults {
-		if f.Kind == FaultRestart {
+		if f.Kind == FaultRestart && restartMS < 0 {
 			restartMS = f.AtMS
 		}
 	}

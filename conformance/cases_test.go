@@ -1,0 +1,93 @@
+package conformance
+
+// libCase is one library in one mode: how to start its driver and what
+// `lockctl inspect` must say about the lock it wrote (issue 20, item 1).
+type libCase struct {
+	// ID names the case in test names and in knownFailures: "<library>/<mode>".
+	ID string
+	// Driver is the language driver: go, node, python or php.
+	Driver string
+	// Lib and Mode are the driver's first two arguments.
+	Lib, Mode string
+	// Name is the lock name passed to the library ("%s" is replaced by a
+	// per-run suffix); the library derives its keys from it.
+	Name string
+	// Layouts are the layout names that count as right: the detector must
+	// name one of them, or give a "guess" whose candidates include one.
+	Layouts []string
+	// Zset: the library keeps its holders as members of a sorted set; the
+	// owner is checked as a member prefix, not as the string value.
+	Zset bool
+	// Need are the warning and error codes that are true of this lock and
+	// must be reported; Allow are others that may be, depending on timing.
+	// Any other warning or error is a false finding.
+	Need, Allow []string
+	// Renew: the driver's "renew" command extends the lease.
+	Renew bool
+	// Watchdog: the library renews by itself; the suite samples for 4 s
+	// and expects RENEWED events with no renew command.
+	Watchdog bool
+	// Short: the default lease is shorter than a second (go-zero): only the
+	// acquire step runs, retried when the key is gone before it is read.
+	Short bool
+	// Metadata is the holder metadata the layout must show (bsm/redislock).
+	Metadata string
+	// AcquiredAt: the layout derives the acquisition time from the value
+	// (redis-py's uuid1), so holder.acquired_at must be now ± 1 day.
+	AcquiredAt bool
+}
+
+var noFence = []string{"NO_FENCE"}
+
+// cases is every library and mode the suite runs. Versions are pinned by
+// go.mod, node/package-lock.json and the Debian release (docs/conformance.md).
+var cases = []libCase{
+	// Go: redsync v4 (8 s default expiry, Extend, Unlock).
+	{ID: "redsync/default", Driver: "go", Lib: "redsync", Mode: "default", Name: "order-%s",
+		Layouts: []string{"redsync"}, Need: noFence, Renew: true},
+	// The issue's redsync value under a `lock:` key: was python-redis-lock + CROSS_SLOT.
+	{ID: "redsync/lock-prefix", Driver: "go", Lib: "redsync", Mode: "default", Name: "lock:order-%s",
+		Layouts: []string{"redsync"}, Need: noFence, Renew: true},
+	{ID: "redislock/default", Driver: "go", Lib: "redislock", Mode: "default", Name: "bsm-%s",
+		Layouts: []string{"redislock"}, Need: noFence, Renew: true},
+	{ID: "redislock/metadata", Driver: "go", Lib: "redislock", Mode: "metadata", Name: "bsm-meta-%s",
+		Layouts: []string{"redislock"}, Need: noFence, Renew: true, Metadata: "worker-7"},
+	// rueidislock: 3 keys rueidislock:<i>:<name>, binary random value, 5 s
+	// validity extended every 2.5 s by its own goroutine.
+	{ID: "rueidislock/default", Driver: "go", Lib: "rueidislock", Mode: "default", Name: "rueidis-%s",
+		Layouts: []string{"rueidislock"}, Need: noFence, Watchdog: true},
+	// go-zero: default lease 0 s + 500 ms: SUBSECOND_LEASE is true here.
+	{ID: "go-zero/default", Driver: "go", Lib: "go-zero", Mode: "default", Name: "zero-%s",
+		Layouts: []string{"go-zero"}, Need: []string{"NO_FENCE", "SUBSECOND_LEASE"}, Short: true},
+	{ID: "go-zero/ttl", Driver: "go", Lib: "go-zero", Mode: "ttl", Name: "zero-ttl-%s",
+		Layouts: []string{"go-zero"}, Need: noFence, Renew: true},
+
+	// Node: redlock v4 and v5 (32 random hex), v5's using() auto-extends.
+	{ID: "redlock4/default", Driver: "node", Lib: "redlock4", Mode: "default", Name: "rl4-%s",
+		Layouts: []string{"node-redlock"}, Need: noFence, Renew: true},
+	{ID: "redlock5/default", Driver: "node", Lib: "redlock5", Mode: "default", Name: "rl5-%s",
+		Layouts: []string{"node-redlock"}, Need: noFence, Renew: true},
+	{ID: "redlock5/using", Driver: "node", Lib: "redlock5", Mode: "using", Name: "rl5-using-%s",
+		Layouts: []string{"node-redlock"}, Need: noFence, Watchdog: true},
+	// redis-semaphore: Mutex "mutex:<name>" = UUIDv4; Semaphore and
+	// MultiSemaphore "semaphore:<name>" zset, members <uuid>_<n>.
+	{ID: "redis-semaphore/mutex", Driver: "node", Lib: "redis-semaphore", Mode: "mutex", Name: "rsm-%s",
+		Layouts: []string{"redis-semaphore"}, Need: noFence, Renew: true},
+	{ID: "redis-semaphore/semaphore", Driver: "node", Lib: "redis-semaphore", Mode: "semaphore", Name: "rss-%s",
+		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
+	{ID: "redis-semaphore/multi", Driver: "node", Lib: "redis-semaphore", Mode: "multi", Name: "rsms-%s",
+		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
+	{ID: "ioredis-lock/default", Driver: "node", Lib: "ioredis-lock", Mode: "default", Name: "mf-%s",
+		Layouts: []string{"ioredis-lock", "@microfleet/ioredis-lock"}, Need: noFence, Renew: true},
+	{ID: "node-redis-warlock/default", Driver: "node", Lib: "warlock", Mode: "default", Name: "wl-%s",
+		Layouts: []string{"node-redis-warlock", "warlock"}, Need: noFence, Renew: true},
+	// redis-lock: "lock.<name>" = its own expiry in Unix ms, 5 s; no renew.
+	{ID: "redis-lock/default", Driver: "node", Lib: "redis-lock", Mode: "default", Name: "rlk-%s",
+		Layouts: []string{"redis-lock", "node-redis-lock"}, Need: noFence},
+
+	// Python: redis-py Lock, uuid1().hex; no timeout by default (NO_TTL is true).
+	{ID: "redis-py/default", Driver: "python", Lib: "redis-py", Mode: "default", Name: "py-%s",
+		Layouts: []string{"redis-py"}, Need: []string{"NO_FENCE", "NO_TTL"}, AcquiredAt: true},
+	{ID: "redis-py/ttl", Driver: "python", Lib: "redis-py", Mode: "ttl", Name: "py-ttl-%s",
+		Layouts: []string{"redis-py"}, Need: noFence, Renew: true, AcquiredAt: true},
+}

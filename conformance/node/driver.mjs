@@ -1,0 +1,113 @@
+// The Node driver of the conformance suite (conformance/driver_test.go):
+// takes a lock with a real Node lock library and holds it until told to
+// renew or release it on stdin, or until it is killed.
+//
+// Usage: node driver.mjs <library> <mode> <host:port> <name>
+// Prints one JSON line per action: {"op":"acquired","keys":[...],
+// "owner_hex":"..."}, {"op":"renewed"}, {"op":"released"}, or
+// {"op":"error","error":"..."} (then exits 1).
+import { createRequire } from 'node:module';
+import readline from 'node:readline';
+
+const require = createRequire(import.meta.url);
+const [lib, mode, addr, name] = process.argv.slice(2);
+const [host, port] = addr.split(':');
+
+const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const hex = (s) => Buffer.from(s, 'utf8').toString('hex');
+const fail = (e) => { emit({ op: 'error', error: String(e && e.stack || e) }); process.exit(1); };
+
+function ioredis() {
+  const Redis = require('ioredis');
+  return new Redis({ host, port: Number(port), maxRetriesPerRequest: 1 });
+}
+
+// Each adapter returns {keys, owner, renew(), release()}.
+const adapters = {
+  // redlock v4: no default TTL in its API (10 s here); extend sets a new TTL.
+  async redlock4() {
+    const Redlock = require('redlock4');
+    const redlock = new Redlock([ioredis()], { retryCount: 10 });
+    let l = await redlock.lock(name, 10000);
+    return { keys: [name], owner: l.value,
+      renew: async () => { l = await l.extend(10000); },
+      release: () => l.unlock() };
+  },
+  // redlock v5: acquire (10 s), or using() with its automatic extension
+  // (mode "using": 2 s lease, extended when 500 ms remain, so the suite's
+  // 4 s of reads meet the lock just before each extension).
+  async redlock5() {
+    const { default: Redlock } = require('redlock5');
+    const redlock = new Redlock([ioredis()], { retryCount: 10 });
+    if (mode === 'using') {
+      let release, acquired;
+      const got = new Promise((r) => { acquired = r; });
+      const done = redlock.using([name], 2000, async () => {
+        await new Promise((r) => { release = r; acquired(); });
+      });
+      await got;
+      const value = await ioredis().get(name);
+      return { keys: [name], owner: value, renew: async () => {}, release: async () => { release(); await done; } };
+    }
+    let l = await redlock.acquire([name], 10000);
+    return { keys: [name], owner: l.value,
+      renew: async () => { l = await l.extend(10000); },
+      release: () => l.release() };
+  },
+  // redis-semaphore: Mutex ("mutex:<name>"), Semaphore ("semaphore:<name>",
+  // limit 3) and MultiSemaphore (limit 3, 2 permits); 10 s lease refreshed
+  // every 8 s by its own timer.
+  async 'redis-semaphore'() {
+    const { Mutex, Semaphore, MultiSemaphore } = require('redis-semaphore');
+    const client = ioredis();
+    const m = mode === 'semaphore' ? new Semaphore(client, name, 3)
+      : mode === 'multi' ? new MultiSemaphore(client, name, 3, 2)
+        : new Mutex(client, name);
+    await m.acquire();
+    const prefix = mode === 'semaphore' || mode === 'multi' ? 'semaphore:' : 'mutex:';
+    return { keys: [prefix + name], owner: m.identifier,
+      renew: () => m._refresh(), release: () => m.release() };
+  },
+  // @microfleet/ioredis-lock: 10 s default timeout; extend() resets it.
+  async 'ioredis-lock'() {
+    const { createLock } = await import('@microfleet/ioredis-lock');
+    const l = createLock(ioredis(), {});
+    await l.acquire(name);
+    return { keys: [name], owner: l._id, renew: () => l.extend(), release: () => l.release() };
+  },
+  // node-redis-warlock: "<name>:lock" = base64 of UUIDv1 bytes; 10 s here
+  // (the ttl is a required argument).
+  async warlock() {
+    const client = require('redis3').createClient({ host, port: Number(port) });
+    const warlock = require('node-redis-warlock')(client);
+    const { unlock, id } = await new Promise((resolve, reject) => {
+      warlock.lock(name, 10000, (err, unlock, id) => (err ? reject(err) : unlock ? resolve({ unlock, id }) : reject(new Error('not acquired'))));
+    });
+    return { keys: [name + ':lock'], owner: id,
+      renew: () => warlock.touch(name, id, 10000),
+      release: () => new Promise((r, j) => unlock((e) => (e ? j(e) : r()))) };
+  },
+  // redis-lock: "lock.<name>" = its expiry time in ms, 5 s default; no renew.
+  async 'redis-lock'() {
+    const client = require('redis4').createClient({ url: `redis://${addr}` });
+    await client.connect();
+    const done = await require('redis-lock')(client)(name);
+    const key = 'lock.' + name;
+    return { keys: [key], owner: await client.get(key),
+      renew: async () => { throw new Error('redis-lock has no renew'); }, release: () => done() };
+  },
+};
+
+async function main() {
+  const adapter = adapters[lib];
+  if (!adapter) fail(`unknown library ${lib}: ${Object.keys(adapters).join(', ')}`);
+  const l = await adapter();
+  emit({ op: 'acquired', keys: l.keys, owner_hex: hex(l.owner ?? '') });
+  const rl = readline.createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    if (line === 'renew') { await l.renew(); emit({ op: 'renewed' }); }
+    if (line === 'release') { await l.release(); emit({ op: 'released' }); }
+  }
+  setInterval(() => {}, 1 << 30); // stdin closed: hold until killed
+}
+main().catch(fail);

@@ -90,4 +90,18 @@ var cases = []libCase{
 		Layouts: []string{"redis-py"}, Need: []string{"NO_FENCE", "NO_TTL"}, AcquiredAt: true},
 	{ID: "redis-py/ttl", Driver: "python", Lib: "redis-py", Mode: "ttl", Name: "py-ttl-%s",
 		Layouts: []string{"redis-py"}, Need: noFence, Renew: true, AcquiredAt: true},
+
+	// PHP (Debian bookworm): Symfony Lock 5.4's RedisStore keeps even an
+	// exclusive lock in a zset (members the token and "__write__", score =
+	// expiry in ms, PEXPIREAT), 300 s by default: LEASE_OVER_CAP is true.
+	{ID: "symfony/default", Driver: "php", Lib: "symfony", Mode: "default", Name: "sf-%s",
+		Layouts: []string{"symfony", "symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
+	{ID: "symfony/shared", Driver: "php", Lib: "symfony", Mode: "shared", Name: "sf-read-%s",
+		Layouts: []string{"symfony", "symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
+	// Laravel 8 Cache::lock: 16 alphanumerics under the app's prefixes; no
+	// expiry by default (NO_TTL is true), no renew.
+	{ID: "laravel/default", Driver: "php", Lib: "laravel", Mode: "default", Name: "lv-%s",
+		Layouts: []string{"laravel"}, Need: []string{"NO_FENCE", "NO_TTL"}},
+	{ID: "laravel/ttl", Driver: "php", Lib: "laravel", Mode: "ttl", Name: "lv-ttl-%s",
+		Layouts: []string{"laravel"}, Need: noFence},
 }

@@ -18,4 +18,6 @@ var knownFailures = map[string]string{
 	"ioredis-lock/default":       "issue 20 item 3: @microfleet/ioredis-lock is called spring-integration",
 	"node-redis-warlock/default": "issue 20 item 3: node-redis-warlock is called redsync",
 	"redis-lock/default":         "issue 20 item 3: redis-lock (lock.<name> = expiry in ms) is not recognised",
+	"symfony/default":            "issue 20 item 4: Symfony Lock's zset gets WRONG_TYPE",
+	"symfony/shared":             "issue 20 item 4: Symfony Lock's zset (a read lock) gets WRONG_TYPE",
 }

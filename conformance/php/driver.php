@@ -1,0 +1,87 @@
+<?php
+// The PHP driver of the conformance suite (conformance/driver_test.go): takes
+// a lock with Debian's Symfony Lock 5.4 (php-symfony-lock) or Laravel 8's
+// cache lock (php-illuminate-cache) over php-redis, and holds it until told
+// to renew or release it on stdin, or until it is killed.
+//
+// Usage: php driver.php <library> <mode> <host:port> <name>
+// Prints one JSON line per action: {"op":"acquired","keys":[...],
+// "owner_hex":"..."}, {"op":"renewed"}, {"op":"released"}, or
+// {"op":"error","error":"..."} (then exits 1).
+require_once 'Symfony/Component/Lock/autoload.php';
+require_once 'Illuminate/Cache/autoload.php';
+require_once 'Illuminate/Redis/autoload.php';
+
+use Illuminate\Cache\PhpRedisLock;
+use Illuminate\Redis\Connections\PhpRedisConnection;
+use Symfony\Component\Lock\LockFactory;
+use Symfony\Component\Lock\Store\RedisStore;
+
+function emit(array $o): void
+{
+    fwrite(STDOUT, json_encode($o, JSON_UNESCAPED_SLASHES) . "\n");
+}
+
+// symfony: RedisStore keeps every lock in a zset <name> (members the
+// token and "__write__", score = expiry in ms), 300 s default TTL; mode
+// "shared" takes a read lock. The token is private: read from the zset.
+function symfony(Redis $redis, string $mode, string $name): array
+{
+    $lock = (new LockFactory(new RedisStore($redis)))->createLock($name);
+    $ok = $mode === 'shared' ? $lock->acquireRead(true) : $lock->acquire(true);
+    if (!$ok) {
+        throw new RuntimeException('not acquired');
+    }
+    $members = array_values(array_diff($redis->zRange($name, 0, -1), ['__write__']));
+    return [[$name], $members[0] ?? '', fn () => $lock->refresh(), fn () => $lock->release()];
+}
+
+// laravel: Cache::lock($name, $seconds) on the redis store of a default
+// Laravel 8 app, whose key is "laravel_database_" (the connection prefix) +
+// "laravel_cache:" (the cache prefix) + name; owner Str::random() (16
+// alphanumerics); $seconds = 0 (the default) sets no expiry; mode "ttl" 10 s.
+// No renew in Laravel 8.
+function laravel(Redis $redis, string $mode, string $name): array
+{
+    $redis->setOption(Redis::OPT_PREFIX, 'laravel_database_');
+    $lock = new PhpRedisLock(new PhpRedisConnection($redis), 'laravel_cache:' . $name, $mode === 'ttl' ? 10 : 0);
+    if (!$lock->get()) {
+        throw new RuntimeException('not acquired');
+    }
+    $renew = function () {
+        throw new RuntimeException('Laravel 8 cache locks have no renew');
+    };
+    return [['laravel_database_laravel_cache:' . $name], $lock->owner(), $renew, fn () => $lock->release()];
+}
+
+try {
+    [, $lib, $mode, $addr, $name] = $argv;
+    [$host, $port] = explode(':', $addr);
+    $redis = new Redis();
+    $redis->connect($host, (int) $port);
+    if ($lib === 'symfony') {
+        [$keys, $owner, $renew, $release] = symfony($redis, $mode, $name);
+    } elseif ($lib === 'laravel') {
+        [$keys, $owner, $renew, $release] = laravel($redis, $mode, $name);
+    } else {
+        throw new InvalidArgumentException("unknown library $lib: symfony or laravel");
+    }
+    emit(['op' => 'acquired', 'keys' => $keys, 'owner_hex' => bin2hex($owner)]);
+    while (($line = fgets(STDIN)) !== false) {
+        $line = trim($line);
+        if ($line === 'renew') {
+            $renew();
+            emit(['op' => 'renewed']);
+        } elseif ($line === 'release') {
+            $release();
+            emit(['op' => 'released']);
+        }
+    }
+    // stdin closed: hold until killed (the crash step).
+    while (true) {
+        sleep(3600);
+    }
+} catch (Throwable $e) {
+    emit(['op' => 'error', 'error' => get_class($e) . ': ' . $e->getMessage()]);
+    exit(1);
+}

@@ -5,30 +5,42 @@
 // Usage: node driver.mjs <library> <mode> <host:port> <name>
 // Prints one JSON line per action: {"op":"acquired","keys":[...],
 // "owner_hex":"..."}, {"op":"renewed"}, {"op":"released"}, or
-// {"op":"error","error":"..."} (then exits 1).
+// {"op":"error","error":"..."} (then exits 1). Mode "bulk" takes BULK locks
+// named <name>-<i> with a 120 s lease, prints {"op":"bulk","keys":[...]} and
+// exits leaving them held (issue 20 item 2).
 import { createRequire } from 'node:module';
 import readline from 'node:readline';
 
 const require = createRequire(import.meta.url);
-const [lib, mode, addr, name] = process.argv.slice(2);
+const [lib, mainMode, addr, mainName] = process.argv.slice(2);
+const BULK = 500;
 const [host, port] = addr.split(':');
 
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const hex = (s) => Buffer.from(s, 'utf8').toString('hex');
 const fail = (e) => { emit({ op: 'error', error: String(e && e.stack || e) }); process.exit(1); };
 
+let shared;
 function ioredis() {
   const Redis = require('ioredis');
-  return new Redis({ host, port: Number(port), maxRetriesPerRequest: 1 });
+  shared ??= new Redis({ host, port: Number(port), maxRetriesPerRequest: 1 });
+  return shared;
 }
+let redis3;
+function redis3Client() {
+  redis3 ??= require('redis3').createClient({ host, port: Number(port) });
+  return redis3;
+}
+// ttl is the lease in ms: the library's (or the suite's) default, 120 s in bulk.
+const ttl = (mode, ms) => (mode === 'bulk' ? 120000 : ms);
 
 // Each adapter returns {keys, owner, renew(), release()}.
 const adapters = {
   // redlock v4: no default TTL in its API (10 s here); extend sets a new TTL.
-  async redlock4() {
+  async redlock4(mode, name) {
     const Redlock = require('redlock4');
     const redlock = new Redlock([ioredis()], { retryCount: 10 });
-    let l = await redlock.lock(name, 10000);
+    let l = await redlock.lock(name, ttl(mode, 10000));
     return { keys: [name], owner: l.value,
       renew: async () => { l = await l.extend(10000); },
       release: () => l.unlock() };
@@ -36,7 +48,7 @@ const adapters = {
   // redlock v5: acquire (10 s), or using() with its automatic extension
   // (mode "using": 2 s lease, extended when 500 ms remain, so the suite's
   // 4 s of reads meet the lock just before each extension).
-  async redlock5() {
+  async redlock5(mode, name) {
     const { default: Redlock } = require('redlock5');
     const redlock = new Redlock([ioredis()], { retryCount: 10 });
     if (mode === 'using') {
@@ -49,7 +61,7 @@ const adapters = {
       const value = await ioredis().get(name);
       return { keys: [name], owner: value, renew: async () => {}, release: async () => { release(); await done; } };
     }
-    let l = await redlock.acquire([name], 10000);
+    let l = await redlock.acquire([name], ttl(mode, 10000));
     return { keys: [name], owner: l.value,
       renew: async () => { l = await l.extend(10000); },
       release: () => l.release() };
@@ -57,38 +69,37 @@ const adapters = {
   // redis-semaphore: Mutex ("mutex:<name>"), Semaphore ("semaphore:<name>",
   // limit 3) and MultiSemaphore (limit 3, 2 permits); 10 s lease refreshed
   // every 8 s by its own timer.
-  async 'redis-semaphore'() {
+  async 'redis-semaphore'(mode, name) {
     const { Mutex, Semaphore, MultiSemaphore } = require('redis-semaphore');
     const client = ioredis();
     const m = mode === 'semaphore' ? new Semaphore(client, name, 3)
       : mode === 'multi' ? new MultiSemaphore(client, name, 3, 2)
-        : new Mutex(client, name);
+        : new Mutex(client, name, { lockTimeout: ttl(mode, 10000) });
     await m.acquire();
     const prefix = mode === 'semaphore' || mode === 'multi' ? 'semaphore:' : 'mutex:';
     return { keys: [prefix + name], owner: m.identifier,
       renew: () => m._refresh(), release: () => m.release() };
   },
   // @microfleet/ioredis-lock: 10 s default timeout; extend() resets it.
-  async 'ioredis-lock'() {
+  async 'ioredis-lock'(mode, name) {
     const { createLock } = await import('@microfleet/ioredis-lock');
-    const l = createLock(ioredis(), {});
+    const l = createLock(ioredis(), { timeout: ttl(mode, 10000) });
     await l.acquire(name);
     return { keys: [name], owner: l._id, renew: () => l.extend(), release: () => l.release() };
   },
   // node-redis-warlock: "<name>:lock" = base64 of UUIDv1 bytes; 10 s here
   // (the ttl is a required argument).
-  async warlock() {
-    const client = require('redis3').createClient({ host, port: Number(port) });
-    const warlock = require('node-redis-warlock')(client);
+  async warlock(mode, name) {
+    const warlock = require('node-redis-warlock')(redis3Client());
     const { unlock, id } = await new Promise((resolve, reject) => {
-      warlock.lock(name, 10000, (err, unlock, id) => (err ? reject(err) : unlock ? resolve({ unlock, id }) : reject(new Error('not acquired'))));
+      warlock.lock(name, ttl(mode, 10000), (err, unlock, id) => (err ? reject(err) : unlock ? resolve({ unlock, id }) : reject(new Error('not acquired'))));
     });
     return { keys: [name + ':lock'], owner: id,
       renew: () => warlock.touch(name, id, 10000),
       release: () => new Promise((r, j) => unlock((e) => (e ? j(e) : r()))) };
   },
   // redis-lock: "lock.<name>" = its expiry time in ms, 5 s default; no renew.
-  async 'redis-lock'() {
+  async 'redis-lock'(mode, name) {
     const client = require('redis4').createClient({ url: `redis://${addr}` });
     await client.connect();
     const done = await require('redis-lock')(client)(name);
@@ -101,7 +112,13 @@ const adapters = {
 async function main() {
   const adapter = adapters[lib];
   if (!adapter) fail(`unknown library ${lib}: ${Object.keys(adapters).join(', ')}`);
-  const l = await adapter();
+  if (mainMode === 'bulk') {
+    const keys = [];
+    for (let i = 0; i < BULK; i++) keys.push(...(await adapter('bulk', `${mainName}-${i}`)).keys);
+    emit({ op: 'bulk', keys });
+    process.exit(0);
+  }
+  const l = await adapter(mainMode, mainName);
   emit({ op: 'acquired', keys: l.keys, owner_hex: hex(l.owner ?? '') });
   const rl = readline.createInterface({ input: process.stdin });
   for await (const line of rl) {

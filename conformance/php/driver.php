@@ -7,7 +7,9 @@
 // Usage: php driver.php <library> <mode> <host:port> <name>
 // Prints one JSON line per action: {"op":"acquired","keys":[...],
 // "owner_hex":"..."}, {"op":"renewed"}, {"op":"released"}, or
-// {"op":"error","error":"..."} (then exits 1).
+// {"op":"error","error":"..."} (then exits 1). Mode "bulk" (laravel) takes
+// 500 locks named <name>-<i> (120 s), prints {"op":"bulk","keys":[...]} and
+// exits leaving them held (issue 20 item 2).
 require_once 'Symfony/Component/Lock/autoload.php';
 require_once 'Illuminate/Cache/autoload.php';
 require_once 'Illuminate/Redis/autoload.php';
@@ -44,7 +46,8 @@ function symfony(Redis $redis, string $mode, string $name): array
 function laravel(Redis $redis, string $mode, string $name): array
 {
     $redis->setOption(Redis::OPT_PREFIX, 'laravel_database_');
-    $lock = new PhpRedisLock(new PhpRedisConnection($redis), 'laravel_cache:' . $name, $mode === 'ttl' ? 10 : 0);
+    $seconds = ['default' => 0, 'ttl' => 10, 'bulk' => 120][$mode];
+    $lock = new PhpRedisLock(new PhpRedisConnection($redis), 'laravel_cache:' . $name, $seconds);
     if (!$lock->get()) {
         throw new RuntimeException('not acquired');
     }
@@ -59,6 +62,14 @@ try {
     [$host, $port] = explode(':', $addr);
     $redis = new Redis();
     $redis->connect($host, (int) $port);
+    if ($mode === 'bulk' && $lib === 'laravel') {
+        $keys = [];
+        for ($i = 0; $i < 500; $i++) {
+            $keys = array_merge($keys, laravel($redis, 'bulk', "$name-$i")[0]);
+        }
+        emit(['op' => 'bulk', 'keys' => $keys]);
+        exit(0);
+    }
     if ($lib === 'symfony') {
         [$keys, $owner, $renew, $release] = symfony($redis, $mode, $name);
     } elseif ($lib === 'laravel') {

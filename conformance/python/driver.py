@@ -7,7 +7,9 @@ Usage: python3 driver.py <library> <mode> <host:port> <name>
 Prints one JSON line per action: {"op":"acquired","keys":[...],"owner_hex":...},
 {"op":"renewed"}, {"op":"released"}, or {"op":"error","error":...} (exit 1).
 Modes: "default" (no timeout: redis-py's default, the key never expires),
-"ttl" (timeout=20 s), "thread-local-off" (thread_local=False, 20 s).
+"ttl" (timeout=20 s); "bulk" takes BULK locks named <name>-<i> (120 s),
+prints {"op":"bulk","keys":[...]} and exits leaving them held (issue 20
+item 2).
 """
 import json
 import sys
@@ -19,14 +21,30 @@ def emit(obj):
     print(json.dumps(obj), flush=True)
 
 
+BULK = 500
+
+
+def bulk(client, prefix):
+    keys = []
+    for i in range(BULK):
+        name = f"{prefix}-{i}"
+        if not client.lock(name, timeout=120).acquire(blocking=False):
+            raise RuntimeError(f"{name} not acquired")
+        keys.append(name)
+    emit({"op": "bulk", "keys": keys})
+
+
 def main():
     lib, mode, addr, name = sys.argv[1:5]
     if lib != "redis-py":
         raise SystemExit(f"unknown library {lib}: redis-py")
     host, port = addr.split(":")
     client = redis.Redis(host=host, port=int(port))
+    if mode == "bulk":
+        bulk(client, name)
+        return
     timeout = None if mode == "default" else 20
-    lock = client.lock(name, timeout=timeout, thread_local=(mode != "thread-local-off"))
+    lock = client.lock(name, timeout=timeout)
     if not lock.acquire(blocking=True, blocking_timeout=10):
         raise RuntimeError("not acquired")
     token = lock.local.token

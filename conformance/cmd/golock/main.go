@@ -7,7 +7,9 @@
 // It prints one JSON line per action on stdout: {"op":"acquired","keys":[...],
 // "owner_hex":"..."} after acquiring, {"op":"renewed"} and {"op":"released"}
 // after the stdin lines "renew" and "release", {"op":"error","error":"..."}
-// on failure (then exits 1).
+// on failure (then exits 1). Mode "bulk" takes bulkCount locks named
+// <name>-<i> with a 120 s lease, prints {"op":"bulk","keys":[...]} and exits
+// leaving them held (issue 20 item 2).
 package main
 
 import (
@@ -43,8 +45,44 @@ func main() {
 	lib, mode, addr, name := os.Args[1], os.Args[2], os.Args[3], os.Args[4]
 	ctx := context.Background()
 	rdb := goredislib.NewClient(&goredislib.Options{Addr: addr})
-	var l lock
-	var err error
+	if mode == "bulk" {
+		keys, err := bulk(ctx, rdb, lib, addr, name)
+		if err != nil {
+			fail(err)
+		}
+		emit(map[string]any{"op": "bulk", "keys": keys})
+		return
+	}
+	l, err := take(ctx, rdb, lib, mode, addr, name)
+	if err != nil {
+		fail(err)
+	}
+	emit(map[string]any{"op": "acquired", "keys": l.keys, "owner_hex": hex.EncodeToString([]byte(l.owner))})
+	serve(l)
+}
+
+// bulkCount is how many locks mode "bulk" takes: issue 20 asks for ≥ 500
+// real values per library.
+const bulkCount = 500
+
+// bulk takes bulkCount locks with one library and returns their keys.
+func bulk(ctx context.Context, rdb *goredislib.Client, lib, addr, prefix string) ([]string, error) {
+	if lib == "rueidislock" {
+		return rueidisBulk(ctx, addr, prefix)
+	}
+	var keys []string
+	for i := range bulkCount {
+		l, err := take(ctx, rdb, lib, "bulk", addr, fmt.Sprintf("%s-%d", prefix, i))
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, l.keys...)
+	}
+	return keys, nil
+}
+
+// take acquires one lock with lib in mode.
+func take(ctx context.Context, rdb *goredislib.Client, lib, mode, addr, name string) (l lock, err error) {
 	switch lib {
 	case "redsync":
 		l, err = redsyncLock(rdb, mode, name)
@@ -57,10 +95,11 @@ func main() {
 	default:
 		err = fmt.Errorf("unknown library %q: redsync, redislock, rueidislock or go-zero", lib)
 	}
-	if err != nil {
-		fail(err)
-	}
-	emit(map[string]any{"op": "acquired", "keys": l.keys, "owner_hex": hex.EncodeToString([]byte(l.owner))})
+	return l, err
+}
+
+// serve renews and releases l on the stdin lines "renew" and "release".
+func serve(l lock) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
@@ -83,8 +122,8 @@ func main() {
 // redsyncLock: default expiry 8 s; mode "ttl" 20 s.
 func redsyncLock(rdb *goredislib.Client, mode, name string) (lock, error) {
 	var opts []redsync.Option
-	if mode == "ttl" {
-		opts = append(opts, redsync.WithExpiry(20*time.Second))
+	if mode != "default" {
+		opts = append(opts, redsync.WithExpiry(lease(mode)))
 	}
 	m := redsync.New(goredis.NewPool(rdb)).NewMutex(name, opts...)
 	if err := m.Lock(); err != nil {
@@ -102,8 +141,8 @@ func bsmLock(ctx context.Context, rdb *goredislib.Client, mode, name string) (lo
 		opts.Metadata = "worker-7"
 	}
 	ttl := 10 * time.Second
-	if mode == "ttl" {
-		ttl = 20 * time.Second
+	if mode == "ttl" || mode == "bulk" {
+		ttl = lease(mode)
 	}
 	l, err := redislock.Obtain(ctx, rdb, name, ttl, opts)
 	if err != nil {
@@ -141,8 +180,8 @@ func rueidisLock(ctx context.Context, rdb *goredislib.Client, mode, addr, name s
 // sets 20 s. Acquiring again with the same id renews (its lock.lua).
 func zeroLock(ctx context.Context, rdb *goredislib.Client, mode, addr, name string) (lock, error) {
 	l := zero.NewRedisLock(zero.New(addr), name)
-	if mode == "ttl" {
-		l.SetExpire(20)
+	if mode != "default" {
+		l.SetExpire(int(lease(mode).Seconds()))
 	}
 	ok, err := l.AcquireCtx(ctx)
 	if err != nil || !ok {
@@ -162,6 +201,38 @@ func zeroLock(ctx context.Context, rdb *goredislib.Client, mode, addr, name stri
 			return err
 		},
 		release: func() error { _, err := l.ReleaseCtx(ctx); return err }}, nil
+}
+
+// lease is the lease of modes "ttl" (20 s) and "bulk" (120 s: the scan
+// must find every lock still held).
+func lease(mode string) time.Duration {
+	if mode == "bulk" {
+		return 120 * time.Second
+	}
+	return 20 * time.Second
+}
+
+// rueidisBulk takes bulkCount rueidislock locks through one locker with a
+// 120 s validity (3 keys each).
+func rueidisBulk(ctx context.Context, addr, prefix string) ([]string, error) {
+	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true},
+		KeyValidity:  lease("bulk"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for i := range bulkCount {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if _, _, err := locker.WithContext(ctx, name); err != nil {
+			return nil, err
+		}
+		for k := range 3 {
+			keys = append(keys, fmt.Sprintf("rueidislock:%d:%s", k, name))
+		}
+	}
+	return keys, nil
 }
 
 // heldValue reads the value of the first of keys that exists.

@@ -575,6 +575,6 @@ func addKeyFlags(cmd *cobra.Command) {
 	flagConfigKey(fl, "field", keyLockField)
 	fl.String("key-template", "", "lock key template: {field}, {value}, {{ }} for a hash tag (default lock:{field}:{value})")
 	flagConfigKey(fl, "key-template", keyKeyTemplate)
-	fl.String("fence-template", "", "fence counter key template: {key}, {key%SUFFIX} (the lock key without SUFFIX: {key%:Lease}:FencingToken), {value}, {field}, or a fixed key ({{ }} for a literal brace; default {<lock key>}:fence)")
+	fl.String("fence-template", "", "fence counter key template: {key}, {key%SUFFIX} (the lock key without SUFFIX: {key%:Lease}:FencingToken), {value}, {field}, or a fixed key; {{ }} is a literal brace (default {<lock key>}:fence)")
 	flagConfigKey(fl, "fence-template", keyFenceTemplate)
 }

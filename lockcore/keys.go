@@ -102,9 +102,12 @@ func contains(list []string, s string) bool {
 }
 
 func placeholders(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = "{" + n + "}"
+	out := make([]string, 0, len(names)+1)
+	for _, n := range names {
+		out = append(out, "{"+n+"}")
+		if n == "key" {
+			out = append(out, "{key%SUFFIX}")
+		}
 	}
 	return strings.Join(out, ", ")
 }

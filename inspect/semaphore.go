@@ -106,12 +106,13 @@ func (d *detection) detectZset() {
 	d.staleHolders()
 }
 
-// redisSemaphore, redis-semaphore (npm) 5.8.0, src/semaphore/acquire/lua.ts
-// and src/multiSemaphore/acquire/lua.ts: key "semaphore:<name>", ZADD
+// redisSemaphore, swarthy/redis-semaphore, npm 5.8.0 (its lib/ as
+// published): lib/semaphore/acquire/lua.js and
+// lib/multiSemaphore/acquire/lua.js: key "semaphore:<name>", ZADD
 // <now ms> <identifier> (Semaphore) or <identifier>_0 .. _<permits-1>
 // (MultiSemaphore), then PEXPIRE <lockTimeout> on the key; identifier
-// crypto.randomUUID() (src/Lock.ts), lockTimeout 10000 by default
-// (src/misc.ts); an acquire or refresh first removes the members scored
+// crypto.randomUUID() (lib/Lock.js), lockTimeout 10000 by default
+// (lib/misc.js); an acquire or refresh first removes the members scored
 // below now - lockTimeout. The lease is not stored: the key's expiry minus
 // the newest score is the lockTimeout of its last acquire or refresh.
 func (d *detection) redisSemaphore(ms []zmember) bool {
@@ -184,8 +185,9 @@ func isUUIDPrefixed(s string) bool {
 // symfonyWrite is the member Symfony Lock's RedisStore adds for a write lock.
 const symfonyWrite = "__write__"
 
-// symfonyLock, Symfony Lock's RedisStore (symfony/lock v5.4.40, as Debian
-// 12 ships 5.4.53, and v7.1.1, Store/RedisStore.php): the key is the
+// symfonyLock, Symfony Lock's RedisStore (symfony/lock tags v5.4.40 and
+// v7.1.1, Store/RedisStore.php; the same in Debian 12's php-symfony-lock
+// 5.4.53, read and run): the key is the
 // resource name; save() (a write lock) ZADDs <expiry ms> <token> and the
 // same score for "__write__", saveRead() ZADDs <expiry ms> <token> (no
 // "__write__"); the score is now + ttl (TIME on Redis 5+), the key's

@@ -16,9 +16,11 @@ import (
 // Each layout below is written with the commands its library's scripts send,
 // the values taken from the source named in the test (also in
 // inspect/semaphore.go and docs/layouts.md):
-//   - redis-semaphore (npm) 5.8.0, lib/semaphore/acquire/lua.js,
-//     lib/multiSemaphore/acquire/lua.js, lib/Lock.js, lib/misc.js;
-//   - symfony/lock v5.4.40 (Debian 12: 5.4.53) and v7.1.1, Store/RedisStore.php;
+//   - swarthy/redis-semaphore, npm 5.8.0 (as published),
+//     lib/semaphore/acquire/lua.js, lib/multiSemaphore/acquire/lua.js,
+//     lib/Lock.js, lib/misc.js;
+//   - symfony/lock tags v5.4.40 and v7.1.1, Store/RedisStore.php (Debian
+//     12's php-symfony-lock 5.4.53 has the same scripts);
 //   - redisson/redisson tag redisson-4.7.0,
 //     RedissonPermitExpirableSemaphore.java, RedissonReadLock.java,
 //     RedissonWriteLock.java.

@@ -47,7 +47,6 @@ func silentServer(t *testing.T) string {
 // within its 0.5s budget, not after --timeout (10s here), and completes
 // nothing (issue 19 §4).
 func TestCompletionSilentServer(t *testing.T) {
-	t.Parallel()
 	addr := silentServer(t)
 	for _, args := range [][]string{{"__complete", "inspect", "order"}, {"__complete", "watch", "--key", "lock:"}} {
 		c := exec.Command("lockctl", args...)

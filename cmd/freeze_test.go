@@ -156,7 +156,6 @@ func startBurners(t *testing.T, n int) {
 // LOCKCTL_FREEZE_ROUNDS rounds (default 3) run, 5 at a time, beside
 // LOCKCTL_FREEZE_BURNERS CPU burners (default 0).
 func TestRunFrozenParent(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	startBurners(t, envInt(t, "LOCKCTL_FREEZE_BURNERS", 0))
 	stop := func(a *proc) { _ = a.Process.Signal(syscall.SIGSTOP) }
@@ -172,7 +171,6 @@ func TestRunFrozenParent(t *testing.T) {
 // fork) still has its child's group killed by the lease's end: the
 // watchdog finds the group under lockctl's pid in /proc.
 func TestRunStoppedAfterFork(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	// The child runs from the fork on, so its first write can come before
 	// lockctl's stop has reached the thread /proc/PID/stat shows: wait for it.
@@ -198,7 +196,6 @@ func TestRunStoppedAfterFork(t *testing.T) {
 // forwarding (its server is fine: B reaches it directly) stops its child
 // before B's child can write.
 func TestRunStalledConnection(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	margins := runRounds(t, 2, func(r freezeRound) (time.Duration, error) {
 		px := startStallProxy(t, srv.Addr)

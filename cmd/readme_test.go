@@ -152,6 +152,7 @@ func exampleFiles(t *testing.T, root string) []string {
 // it) in a scratch directory holding a link to the repository's testdata.
 // What each command prints is compared with what the page shows.
 func TestReadmeExamples(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -543,7 +543,6 @@ func TestRunKilledTakesTheGroupAlong(t *testing.T) {
 // left to a parent that does not reap (PID 1 in a container), it stayed a
 // zombie.
 func TestRunWatchdogEnds(t *testing.T) {
-	t.Parallel()
 	srv := redistest.Start(t)
 	p := startLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sleep", "0.3")
 	var wd int

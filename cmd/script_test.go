@@ -1,7 +1,9 @@
 package cmd_test
 
 import (
+	"flag"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -17,6 +19,12 @@ var testCommands = map[string]func() int{}
 
 func TestMain(m *testing.M) {
 	testCommands["lockctl"] = func() int { return cmd.Execute(os.Args[1:], cmd.SystemIO()) }
+	// The parallel tests mostly wait on their servers and child processes,
+	// not the CPU: 2 per core by default (-parallel, given, still wins: the
+	// command line is parsed after this). Tests with timing limits (the
+	// freeze tests, TestRunWatchdogEnds, TestCompletionSilentServer) stay
+	// serial: 8 at once starved them on a loaded machine (load 20).
+	_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
 	os.Exit(testscript.RunMain(m, testCommands))
 }
 

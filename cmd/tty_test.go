@@ -141,6 +141,7 @@ func (p *ttyProc) exit(t *testing.T) int {
 const readLine = `echo $$ > "$1"; echo ready; read x; echo "got $x"; echo "$x" > "$2"`
 
 func TestRunChildReadsTheTerminal(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
@@ -202,6 +203,7 @@ func (p *ttyProc) typ(t *testing.T, s string) {
 // lease can still be proven, the child goes on with the terminal, and the
 // shell gets it back afterwards.
 func TestRunCtrlZ(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	p, lockctl := startInJob(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", readLine, "sh", filepath.Join(dir, "pid"), filepath.Join(dir, "line"))
@@ -335,6 +337,7 @@ func TestRunPipeline(t *testing.T) {
 // A pipeline stopped with Ctrl-Z and continued with fg: the pager keeps the
 // terminal, since the child never read it.
 func TestRunPipelineCtrlZ(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "sh", "-c",
@@ -384,6 +387,7 @@ func TestRunPipelinePagerReadsAfterChild(t *testing.T) {
 // for the background (OSC 11, then a cursor report) and waited 5s for an
 // answer that a pty without a terminal emulator never gives.
 func TestNoTerminalQueries(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"simulate", "stale-writer"}, {"lease", "--budget", "1200s"}} {
 		p := startProgOnTTY(t, []string{"TERM=xterm-256color", "NO_COLOR=", "COLORTERM=", "CI="}, "lockctl", args...)
 		if code := p.exit(t); code != 0 {
@@ -407,11 +411,24 @@ func TestNoTerminalQueries(t *testing.T) {
 // before its exec while lockctl waited for that exec: no renewals, and the
 // terminal with a stopped group that Ctrl-C could not reach.
 func TestRunCtrlZAtStart(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
+	// 15 rounds, as 3 parallel runs of 5 on keys of their own.
+	for g := range 3 {
+		t.Run(strconv.Itoa(g), func(t *testing.T) {
+			t.Parallel()
+			ctrlZAtStart(t, srv.URL(), fmt.Sprintf("order-demo-00%d", g+1), 5)
+		})
+	}
+}
+
+// ctrlZAtStart runs rounds of TestRunCtrlZAtStart on the lock value.
+func ctrlZAtStart(t *testing.T, url, value string, rounds int) {
+	t.Helper()
 	dir := t.TempDir()
-	for i := range 15 {
+	for i := range rounds {
 		ready := filepath.Join(dir, strconv.Itoa(i))
-		p := startOnTTY(t, srv.URL(), "run", "order-demo-001", "--budget", "30s", "--", "sh", "-c", `: > "$1"; read x; echo "got $x"`, "sh", ready)
+		p := startOnTTY(t, url, "run", value, "--budget", "30s", "--", "sh", "-c", `: > "$1"; read x; echo "got $x"`, "sh", ready)
 		// Ctrl-Z, again and again, until the child runs. (The terminal
 		// discards its output at each one: the child says so in a file.)
 		started := false
@@ -445,6 +462,7 @@ func atoi(s string) int {
 // the child the terminal. Before, lockctl ran on and renewed the lock for a
 // child stopped for good, which fg did not continue.
 func TestRunInBackgroundChildReads(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "-bg", "lockctl", "run", "order-demo-001", "--budget", "30s",
 		"--", "sh", "-c", `echo ready; read x; echo "got $x"`)

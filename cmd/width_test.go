@@ -139,21 +139,24 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		{"simulate", "stale-writer"},
 	}
 	for _, args := range commands {
-		want := content(piped(t, env, args...))
-		for _, cols := range []uint16{60, 80, 120} {
-			out := outputOnTTY(t, cols, env, args...)
-			if !strings.Contains(out, "╭") {
-				t.Errorf("%v at %d columns: no bordered table:\n%s", args, cols, out)
-			}
-			for _, l := range strings.Split(out, "\n") {
-				if w := lipgloss.Width(l); w > int(cols) {
-					t.Errorf("%v at %d columns: a line is %d wide: %q", args, cols, w, l)
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			want := content(piped(t, env, args...))
+			for _, cols := range []uint16{60, 80, 120} {
+				out := outputOnTTY(t, cols, env, args...)
+				if !strings.Contains(out, "╭") {
+					t.Errorf("%v at %d columns: no bordered table:\n%s", args, cols, out)
+				}
+				for _, l := range strings.Split(out, "\n") {
+					if w := lipgloss.Width(l); w > int(cols) {
+						t.Errorf("%v at %d columns: a line is %d wide: %q", args, cols, w, l)
+					}
+				}
+				if missing := lacks(content(out), want); missing != "" {
+					t.Errorf("%v at %d columns: %q of the piped output is missing:\n%s", args, cols, missing, out)
 				}
 			}
-			if missing := lacks(content(out), want); missing != "" {
-				t.Errorf("%v at %d columns: %q of the piped output is missing:\n%s", args, cols, missing, out)
-			}
-		}
+		})
 	}
 	// COLUMNS wins over the terminal's own size.
 	out := outputOnTTY(t, 120, append(env, "COLUMNS=60"), "simulate", "--list")

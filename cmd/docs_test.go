@@ -11,6 +11,7 @@ import (
 // TestReferenceUpToDate fails when docs/reference differs from what
 // `lockctl docs markdown` generates now. Fix: go run . docs markdown --dir docs/reference
 func TestReferenceUpToDate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := exec.Command("lockctl", "docs", "markdown", "--dir", dir)
 	c.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir)
@@ -35,6 +36,7 @@ func TestReferenceUpToDate(t *testing.T) {
 // renders help texts as Markdown, which dropped "<user config dir>" and
 // "{<lock key>}" as HTML tags and took the stars of "*VALUE*" for emphasis.
 func TestManPagesKeepText(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := exec.Command("lockctl", "docs", "man", "--dir", dir)
 	c.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir)
@@ -67,6 +69,7 @@ func TestManPagesKeepText(t *testing.T) {
 // Markdown would hide ("{<random>}" as an HTML tag) and keeps indented
 // tables as code, as the man pages do.
 func TestReferenceKeepsText(t *testing.T) {
+	t.Parallel()
 	for page, texts := range map[string][]string{
 		"lockctl_simulate.md":    {`"lockctl:sim:{\<random\>}:"`, `LOCKCTL\_POLICY\_\* or the config file's policy.\* keys`},
 		"lockctl_config_view.md": {`else \<user config dir\>/lockctl/config.yaml`},

@@ -71,15 +71,9 @@ type actor struct {
 	lostOpen     int64
 	lostLeaseEnd int64
 
-	// Redlock (engine_redlock.go): an acquire whose replies are not yet
-	// judged, its start, grant, the nodes that took it (bit k: node k+1)
-	// and the end of its wait; cut is when a's link to each node comes back.
-	acquiring    bool
-	acqStart     int64
-	acqGrant     int
-	acqTaken     uint16
-	acqWaitUntil int64
-	cut          [MaxNodes]int64
+	// acquiring: a Redlock acquire whose replies are not yet judged (its
+	// state is in engine.rla, so one server's actors stay small).
+	acquiring bool
 
 	// listed is whether the actor is in engine.scan, parkedAt its place
 	// in engine.parked (-1 when not parked).
@@ -100,8 +94,10 @@ type engine struct {
 
 	now  int64
 	lock lockState
-	// nodes are the Redlock nodes (none with one server).
+	// nodes are the Redlock nodes (none with one server), rla each
+	// actor's Redlock state by actor index.
 	nodes     []rnode
+	rla       []rlActor
 	jump      int64
 	counter   int64
 	maxFence  int64
@@ -202,6 +198,7 @@ func (e *engine) reset() {
 			}
 		}
 	}
+	e.resetRedlockActors()
 	e.resetSchedule()
 }
 

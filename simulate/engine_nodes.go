@@ -59,7 +59,7 @@ func (e *engine) rlFault(a *actor, st *Step) {
 		}
 		for k := range e.nodes {
 			if mask&(1<<k) != 0 {
-				a.cut[k] = max(a.cut[k], e.now+st.ForMS)
+				e.rla[a.index].cut[k] = max(e.rla[a.index].cut[k], e.now+st.ForMS)
 			}
 		}
 		if e.record {
@@ -127,7 +127,7 @@ func (e *engine) nodeEvent(st *Step, note func() string) {
 func (e *engine) rlHeal(a *actor) {
 	var healed uint16
 	for k := range e.nodes {
-		if a.cut[k] == e.now && e.now > 0 {
+		if e.rla[a.index].cut[k] == e.now && e.now > 0 {
 			healed |= 1 << k
 		}
 	}
@@ -151,7 +151,7 @@ func (e *engine) rlNextTime() int64 {
 		}
 	}
 	for _, i := range e.scan {
-		for _, c := range e.actors[i].cut[:len(e.nodes)] {
+		for _, c := range e.rla[i].cut[:len(e.nodes)] {
 			consider(c)
 		}
 	}
@@ -160,7 +160,7 @@ func (e *engine) rlNextTime() int64 {
 
 // rlCut reports whether a is cut off from a node until later.
 func (e *engine) rlCut(a *actor) bool {
-	return slices.ContainsFunc(a.cut[:len(e.nodes)], func(c int64) bool { return c > e.now })
+	return slices.ContainsFunc(e.rla[a.index].cut[:len(e.nodes)], func(c int64) bool { return c > e.now })
 }
 
 // checkNodes refuses what a scenario's nodes cannot mean (checkStepNodes),
@@ -216,6 +216,31 @@ func checkStepNodes(n int, st Step) error {
 		return fmt.Errorf("a crash hits an actor or nodes, not both")
 	}
 	return nil
+}
+
+// rlActor is an actor's Redlock state: its acquire in flight (start ms,
+// grant, the nodes that took it with bit k for node k+1, the end of its
+// wait) and when its link to each node comes back (ms).
+type rlActor struct {
+	start, waitUntil int64
+	grant            int
+	taken            uint16
+	cut              [MaxNodes]int64
+}
+
+// resetRedlockActors gives each actor of a Redlock run an empty rlActor
+// (none with one server), reusing the buffer of a previous run.
+func (e *engine) resetRedlockActors() {
+	n := 0
+	if e.redlock() {
+		n = len(e.actors)
+	}
+	if cap(e.rla) < n {
+		e.rla = make([]rlActor, n)
+		return
+	}
+	e.rla = e.rla[:n]
+	clear(e.rla)
 }
 
 // resetNodes gives a Redlock run its nodes, up, empty and on time (none

@@ -39,7 +39,7 @@ func (e *engine) nodeNow(k int) int64 { return e.now + e.nodes[k].jump }
 
 // reach reports whether a can talk to node k (0-based).
 func (e *engine) reach(a *actor, k int) bool {
-	return !e.nodes[k].down && a.partUntil <= e.now && a.cut[k] <= e.now
+	return !e.nodes[k].down && a.partUntil <= e.now && e.rla[a.index].cut[k] <= e.now
 }
 
 // holding counts the nodes whose key is grant g's.
@@ -141,9 +141,10 @@ func (e *engine) rlAcquire(a *actor, st *Step) {
 		e.skip(a, st, "skipped: "+a.name+" already holds the lock")
 		return
 	}
-	a.acqWaitUntil = 0
+	r := &e.rla[a.index]
+	r.waitUntil = 0
 	if st.WaitMS > 0 {
-		a.acqWaitUntil = e.now + st.WaitMS
+		r.waitUntil = e.now + st.WaitMS
 	}
 	e.rlSend(a, "")
 }
@@ -152,7 +153,8 @@ func (e *engine) rlAcquire(a *actor, st *Step) {
 func (e *engine) rlSend(a *actor, how string) {
 	gi := len(e.grants)
 	e.grants = append(e.grants, grant{actor: a.index, at: e.now, lostAt: -1})
-	a.acquiring, a.acqStart, a.acqGrant, a.acqTaken = true, e.now, gi, 0
+	r := &e.rla[a.index]
+	a.acquiring, r.start, r.grant, r.taken = true, e.now, gi, 0
 	var cut, held uint16
 	holders := []string{}
 	for k := range e.nodes {
@@ -167,16 +169,16 @@ func (e *engine) rlSend(a *actor, how string) {
 			}
 		default:
 			e.setNode(k, lockState{present: true, grant: gi, expires: e.nodeNow(k) + e.p.lease})
-			a.acqTaken |= 1 << k
+			r.taken |= 1 << k
 		}
 	}
 	if !e.record {
 		return
 	}
-	taken := bits.OnesCount16(a.acqTaken)
+	taken := bits.OnesCount16(r.taken)
 	note := fmt.Sprintf("SET NX PX %s on %d nodes: OK on %d", fmtMS(e.p.lease), len(e.nodes), taken)
 	if taken > 0 {
-		note += " (" + nodeList(a.acqTaken) + ")"
+		note += " (" + nodeList(r.taken) + ")"
 	}
 	if held != 0 {
 		note += "; " + nodeList(held) + " held by " + strings.Join(holders, ", ")
@@ -211,8 +213,9 @@ func (e *engine) rlDecide() bool {
 // formula); on failure it releases what it took (owner-checked, as every
 // implementation's unlock script) and retries while its wait lasts.
 func (e *engine) rlQuorum(a *actor) {
-	q, taken := quorum(len(e.nodes)), bits.OnesCount16(a.acqTaken)
-	elapsed := e.now - a.acqStart
+	r := &e.rla[a.index]
+	q, taken := quorum(len(e.nodes)), bits.OnesCount16(r.taken)
+	elapsed := e.now - r.start
 	validity := e.p.lease - elapsed - e.p.margin
 	calc := func() string {
 		return fmt.Sprintf("%d of %d, quorum %d; validity %s − %s elapsed − %s drift = %s", taken, len(e.nodes), q,
@@ -220,15 +223,15 @@ func (e *engine) rlQuorum(a *actor) {
 	}
 	if taken >= q && validity > 0 {
 		e.counter++
-		gi := a.acqGrant
+		gi := r.grant
 		e.grants[gi].fence, e.grants[gi].lostAt = e.counter, -1
 		if e.holding(gi) < q {
 			e.grants[gi].lostAt = e.now
 		}
 		a.inSection, a.cancelled, a.sectionStart = true, false, e.now
-		a.grant, a.fence, a.acquiredAt = gi, e.counter, a.acqStart
-		a.validUntil = a.acqStart + e.p.lease - e.p.margin
-		a.renewing, a.nextRenew = e.p.renewable, a.acqStart+e.p.renewEvery
+		a.grant, a.fence, a.acquiredAt = gi, e.counter, r.start
+		a.validUntil = r.start + e.p.lease - e.p.margin
+		a.renewing, a.nextRenew = e.p.renewable, r.start+e.p.renewEvery
 		a.lostOpen = -1
 		if e.record {
 			e.event(a.name, "quorum", true, a.fence, calc()+": acquired; fence "+strconv.FormatInt(a.fence, 10)+" from the store's counter")
@@ -237,7 +240,7 @@ func (e *engine) rlQuorum(a *actor) {
 	}
 	var freed, stuck uint16
 	for k := range e.nodes {
-		if a.acqTaken&(1<<k) == 0 || !e.nodes[k].lock.present || e.nodes[k].lock.grant != a.acqGrant {
+		if r.taken&(1<<k) == 0 || !e.nodes[k].lock.present || e.nodes[k].lock.grant != r.grant {
 			continue
 		}
 		if !e.reach(a, k) {
@@ -247,7 +250,7 @@ func (e *engine) rlQuorum(a *actor) {
 		e.setNode(k, lockState{})
 		freed |= 1 << k
 	}
-	retry := a.acqWaitUntil > e.now
+	retry := r.waitUntil > e.now
 	if e.record {
 		note := calc() + ": failed"
 		if freed != 0 {
@@ -257,12 +260,12 @@ func (e *engine) rlQuorum(a *actor) {
 			note += "; " + nodeList(stuck) + " unreachable: its key stays there until it expires"
 		}
 		if retry {
-			note += "; retrying for up to " + fmtMS(a.acqWaitUntil-e.now)
+			note += "; retrying for up to " + fmtMS(r.waitUntil-e.now)
 		}
 		e.event(a.name, "quorum", false, 0, note)
 	}
 	if retry {
-		a.waiting, a.waitUntil, a.waitFrom = true, a.acqWaitUntil, e.now
+		a.waiting, a.waitUntil, a.waitFrom = true, r.waitUntil, e.now
 	}
 }
 

@@ -282,7 +282,7 @@ func AnalyzeQuorum(key string, i int, reads []NodeRead, opts QuorumOptions) Quor
 		q.Quorum.LeaseMS, q.Quorum.ValidityMS = validity(top, reads, i, q.Quorum.Majority, opts.LeaseMS)
 		q.Quorum.DriftMS = DriftMS(q.Quorum.LeaseMS)
 	}
-	q.quorumFindings(owners, reads, i)
+	q.quorumFindings(owners, reads, i, opts.LeaseMS)
 	return q
 }
 
@@ -356,8 +356,9 @@ func validity(o *ownerCount, reads []NodeRead, i, majority int, leaseMS int64) (
 	return leaseMS, &v
 }
 
-// quorumFindings adds the Redlock findings to q.Lock.
-func (q *QuorumLock) quorumFindings(owners []*ownerCount, reads []NodeRead, i int) {
+// quorumFindings adds the Redlock findings to q.Lock; leaseMS (0: unknown)
+// sets the TTL_SKEW allowance.
+func (q *QuorumLock) quorumFindings(owners []*ownerCount, reads []NodeRead, i int, leaseMS int64) {
 	qu := &q.Quorum
 	l := &q.Lock
 	if qu.State == QuorumNoQuorum || qu.State == QuorumSplit {
@@ -378,7 +379,7 @@ func (q *QuorumLock) quorumFindings(owners []*ownerCount, reads []NodeRead, i in
 		l.add(FindingMinorityHolder, SeverityWarning, "%s holds %d of %d nodes, under the majority of %d", short(owners[0].shown), len(owners[0].nodes), qu.Nodes, qu.Majority)
 	}
 	for _, o := range owners {
-		allow := max(DriftMS(maxPTTL(o, reads, i)), skewFloorMS)
+		allow := max(DriftMS(cmp.Or(leaseMS, maxPTTL(o, reads, i))), skewFloorMS)
 		if gap, ok := skew(o, reads, i); ok && gap > allow {
 			l.add(FindingTTLSkew, SeverityWarning, "%s's keys end %dms apart across its %d nodes, over the %dms allowed", short(o.shown), gap, len(o.nodes), allow)
 		}

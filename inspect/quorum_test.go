@@ -116,6 +116,18 @@ func TestQuorumOtherNodesFindings(t *testing.T) {
 	}
 }
 
+// TestTTLSkewLease: a 200ms gap is within the drift of a 30s lease, over
+// that of a lease estimated from 2s left.
+func TestTTLSkewLease(t *testing.T) {
+	reads := quorumReads([]string{"x", "x", "x"}, []int64{2000, 2000, 1800})
+	if c := findingCodes(AnalyzeQuorum("k", 0, reads, QuorumOptions{})); !slices.Contains(c, FindingTTLSkew) {
+		t.Errorf("lease unknown: %v lack TTL_SKEW", c)
+	}
+	if c := findingCodes(AnalyzeQuorum("k", 0, reads, QuorumOptions{LeaseMS: 30000})); slices.Contains(c, FindingTTLSkew) {
+		t.Errorf("lease 30s: %v have TTL_SKEW", c)
+	}
+}
+
 // TestDriftMS: 1% of the lease + 2ms, as redsync and the Redis docs compute it.
 func TestDriftMS(t *testing.T) {
 	for lease, want := range map[int64]int64{10000: 102, 30000: 302, 100: 3, 0: 2} {

@@ -252,6 +252,12 @@ func TestRedlockInspect(t *testing.T) {
 	if out := p.stdout.String(); !strings.Contains(out, "3/5 (4 up)") || !strings.Contains(out, "down") {
 		t.Errorf("table with a node down:\n%s", out)
 	}
+	// --pattern with a node down scans the others (rl:only4 went with its node).
+	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "json")
+	rep = inspect.QuorumReport{}
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); code != 0 || err != nil || len(rep.Locks) != 5 || rep.Locks[0].Quorum.Answered != 4 {
+		t.Errorf("--pattern with a node down: exit %d %v\n%s%s", code, err, p.stdout.String(), p.stderr.String())
+	}
 	// A second node, a holder, goes: 2 of 5 is no quorum (go-redsync/redsync#186).
 	nodes[0].Stop()
 	q = quorumOf(t, url, "rl:quorum", 0)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,20 +43,16 @@ func redlockInspectRun(opts *InspectOptions) error {
 			return redisError(conn.URL, fmt.Errorf("no node answered the scan; node %s: %s", conn.Nodes[0].Addr, conn.errText(scanErrs[0])))
 		}
 	}
-	reads := reader.ReadNodes(ctx, conn.Nodes, keys)
-	if ctx.Err() != nil {
+	rep, err := reader.ReadQuorum(ctx, conn.Nodes, keys, inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
+	var none *inspect.NoNodeError
+	switch {
+	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, &none):
+		return redisError(conn.URL, fmt.Errorf("no node answered; node %s: %s", none.Addr, conn.errText(none.Err)))
+	case err != nil:
+		return redisError(conn.URL, err)
 	}
-	if len(keys) > 0 {
-		errs := make([]error, len(reads))
-		for i, r := range reads {
-			errs[i] = r.Err
-		}
-		if allFailed(errs) {
-			return redisError(conn.URL, fmt.Errorf("no node answered; node %s: %s", reads[0].Addr, conn.errText(reads[0].Err)))
-		}
-	}
-	rep := inspect.NewQuorumReport(keys, reads, inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
 	for i := range rep.Locks {
 		if l := &rep.Locks[i]; l.OwnerCheck == "OWNED" && l.Quorum.State != inspect.QuorumHeld {
 			l.OwnerCheck = "NOT_OWNED" // the owner on a minority holds nothing

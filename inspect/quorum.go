@@ -66,6 +66,47 @@ func (r *Reader) ReadNodes(ctx context.Context, nodes []Node, keys []string) []N
 	return out
 }
 
+// quorumBatch is how many keys one ReadNodes call of ReadQuorum reads per
+// node: a --pattern over a large keyspace is read in pages, not in one
+// pipeline per node.
+const quorumBatch = 1000
+
+// NoNodeError is a read that no node answered: Addr and Err are the first
+// node's.
+type NoNodeError struct {
+	Addr string
+	Err  error
+}
+
+func (e *NoNodeError) Error() string {
+	return fmt.Sprintf("no node answered; node %s: %v", e.Addr, e.Err)
+}
+
+func (e *NoNodeError) Unwrap() error { return e.Err }
+
+// ReadQuorum reads keys on every node (ReadNodes, quorumBatch keys at a
+// time) and analyses each (NewQuorumReport). It returns ctx's error when
+// ctx ends, and a *NoNodeError when no node answers a batch; a node that
+// fails while others answer is only shown as down.
+func (r *Reader) ReadQuorum(ctx context.Context, nodes []Node, keys []string, opts QuorumOptions) (QuorumReport, error) {
+	rep := QuorumReport{Locks: make([]QuorumLock, 0, len(keys)), Summary: NewSummary()}
+	for start := 0; start < len(keys); start += quorumBatch {
+		batch := keys[start:min(start+quorumBatch, len(keys))]
+		reads := r.ReadNodes(ctx, nodes, batch)
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if !slices.ContainsFunc(reads, func(nr NodeRead) bool { return nr.Err == nil }) {
+			return rep, &NoNodeError{Addr: reads[0].Addr, Err: reads[0].Err}
+		}
+		for _, l := range NewQuorumReport(batch, reads, opts).Locks {
+			rep.Locks = append(rep.Locks, l)
+			rep.Summary.Add(&l.Lock)
+		}
+	}
+	return rep, nil
+}
+
 // ScanNodes runs Scan (with so) on every node at once and returns the
 // merged lock keys (companions left out), sorted, and each node's scan
 // error (nil when it finished), in node order. It returns ctx's error when

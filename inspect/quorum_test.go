@@ -1,10 +1,14 @@
 package inspect
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/redistest"
 )
 
 // quorumReads builds the reads of one key over len(vals) nodes: "" is no
@@ -168,5 +172,47 @@ func TestQuorumDiffer(t *testing.T) {
 		if got := step(c.vals...); !slices.Equal(got, c.want) {
 			t.Errorf("step %d %v: events %v, want %v", i, c.vals, got, c.want)
 		}
+	}
+}
+
+// TestReadQuorum reads more keys than one batch on 3 real servers, with a
+// node down, then with none up (NoNodeError).
+func TestReadQuorum(t *testing.T) {
+	t.Parallel()
+	var nodes []Node
+	var servers []*redistest.Server
+	for range 3 {
+		s := redistest.Start(t)
+		servers = append(servers, s)
+		nodes = append(nodes, Node{Addr: s.Addr, Client: s.Client(t)})
+	}
+	keys := make([]string, quorumBatch+200)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("rq:%04d", i)
+	}
+	for _, s := range servers[:2] {
+		pipe := s.Client(t).Pipeline()
+		for _, k := range keys {
+			pipe.Set(context.Background(), k, "tok-"+k, 30*time.Second)
+		}
+		if _, err := pipe.Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servers[2].Stop()
+	r := &Reader{Light: true}
+	rep, err := r.ReadQuorum(context.Background(), nodes, keys, QuorumOptions{})
+	if err != nil || len(rep.Locks) != len(keys) || rep.Summary.Locks != len(keys) {
+		t.Fatalf("ReadQuorum: %v, %d locks", err, len(rep.Locks))
+	}
+	last := rep.Locks[len(keys)-1]
+	if last.Key != keys[len(keys)-1] || last.Quorum.State != QuorumHeld || last.Quorum.Held != 2 || last.Quorum.Answered != 2 || *last.Quorum.Owner != "tok-"+last.Key {
+		t.Errorf("last key: %s %+v", last.Key, last.Quorum)
+	}
+	servers[0].Stop()
+	servers[1].Stop()
+	var none *NoNodeError
+	if _, err := r.ReadQuorum(context.Background(), nodes, keys, QuorumOptions{}); !errors.As(err, &none) || none.Addr != servers[0].Addr {
+		t.Errorf("no node up: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func init() {
 type Node struct {
 	// Addr is host:port, as shown.
 	Addr   string
-	Client redis.Cmdable
+	Client redis.UniversalClient
 }
 
 // NodeRead is what one node gave for a list of keys.
@@ -117,15 +117,10 @@ func (r *Reader) ScanNodes(ctx context.Context, nodes []Node, so ScanOptions) ([
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		c, ok := n.Client.(redis.UniversalClient)
-		if !ok {
-			errs[i] = fmt.Errorf("node %s: not a client that can scan", n.Addr)
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = r.Scan(ctx, c, so, func(l Lock) error {
+			errs[i] = r.Scan(ctx, n.Client, so, func(l Lock) error {
 				if l.Role == "" && l.Exists {
 					mu.Lock()
 					seen[l.Key] = true

@@ -262,7 +262,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix).`,
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.ConfigFile, "config", "", "config file (default ./lockctl.yaml, else <user config dir>/lockctl/config.yaml)")
-	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS, redis+sentinel://host:port[,...]/master[/db], redis+cluster://host:port[,...] (default redis://127.0.0.1:6379/0)")
+	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS, redis+sentinel://host:port[,...]/master[/db], redis+cluster://host:port[,...], redis+redlock://host:port,host:port,host:port[,...][/db] for inspect and watch (default redis://127.0.0.1:6379/0)")
 	flagConfigKey(pf, "redis", keyRedisURL)
 	pf.String("sentinel", "", "connect through Redis Sentinel: host:port[,host:port...] of the sentinels (needs --master-name)")
 	flagConfigKey(pf, "sentinel", keyRedisSentinel)

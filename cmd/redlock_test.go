@@ -3,6 +3,7 @@ package cmd_test
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -124,6 +125,12 @@ func TestRedlockInspect(t *testing.T) {
 	acquireOn(t, nodes, []int{0, 1, 2}, "rl:skew", a, 30*time.Second)
 	acquireOn(t, nodes, []int{3}, "rl:skew", a, 10*time.Second) // a clock that jumped on node 3
 	acquireOn(t, nodes, []int{4}, "rl:only4", b, 30*time.Second)
+	// node-redlock's value: randomBytes(16).toString("hex").
+	nr := make([]byte, 16)
+	if _, err := rand.Read(nr); err != nil {
+		t.Fatal(err)
+	}
+	acquireOn(t, nodes, []int{1, 2, 3, 4}, "rl:node-redlock", hex.EncodeToString(nr), 10*time.Second)
 	// redsync itself, over the five nodes: its mutex takes all five.
 	pools := make([]redsyncredis.Pool, len(nodes))
 	for i, n := range nodes {
@@ -162,6 +169,11 @@ func TestRedlockInspect(t *testing.T) {
 	r := quorumOf(t, url, "rl:redsync", 0)
 	if r.Quorum.Owner == nil || *r.Quorum.Owner != mu.Value() || r.Quorum.Held != 5 || r.Layout.Name != "redsync" || r.Quorum.DriftMS > 202 {
 		t.Errorf("redsync's lock: %+v, layout %s", r.Quorum, r.Layout.Name)
+	}
+
+	nl := quorumOf(t, url, "rl:node-redlock", 0)
+	if nl.Quorum.Held != 4 || nl.Layout.Name != "node-redlock" || nl.Quorum.DriftMS > 102 || nl.Quorum.ValidityMS == nil || *nl.Quorum.ValidityMS > 10000-100 {
+		t.Errorf("node-redlock's lock: %+v, layout %s", nl.Quorum, nl.Layout.Name)
 	}
 
 	s := quorumOf(t, url, "rl:split", 0)
@@ -215,14 +227,14 @@ func TestRedlockInspect(t *testing.T) {
 	for _, l := range rep.Locks {
 		keys = append(keys, l.Key)
 	}
-	if want := []string{"rl:minority", "rl:only4", "rl:quorum", "rl:redsync", "rl:skew", "rl:split"}; !slices.Equal(keys, want) {
+	if want := []string{"rl:minority", "rl:node-redlock", "rl:only4", "rl:quorum", "rl:redsync", "rl:skew", "rl:split"}; !slices.Equal(keys, want) {
 		t.Errorf("--pattern merged %v, want %v", keys, want)
 	}
 
 	// -o jsonl: one line per key (with its quorum), then the summary.
 	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "jsonl")
-	if lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n"); code != 0 || len(lines) != 7 ||
-		!strings.Contains(lines[0], `"quorum":`) || !strings.HasPrefix(lines[6], `{"summary":`) {
+	if lines := strings.Split(strings.TrimSpace(p.stdout.String()), "\n"); code != 0 || len(lines) != 8 ||
+		!strings.Contains(lines[0], `"quorum":`) || !strings.HasPrefix(lines[7], `{"summary":`) {
 		t.Errorf("jsonl: exit %d\n%s", code, p.stdout.String())
 	}
 
@@ -255,7 +267,7 @@ func TestRedlockInspect(t *testing.T) {
 	// --pattern with a node down scans the others (rl:only4 went with its node).
 	p, code = runLockctl(t, url, "inspect", "--pattern", "rl:*", "-o", "json")
 	rep = inspect.QuorumReport{}
-	if err := json.Unmarshal(p.stdout.Bytes(), &rep); code != 0 || err != nil || len(rep.Locks) != 5 || rep.Locks[0].Quorum.Answered != 4 {
+	if err := json.Unmarshal(p.stdout.Bytes(), &rep); code != 0 || err != nil || len(rep.Locks) != 6 || rep.Locks[0].Quorum.Answered != 4 {
 		t.Errorf("--pattern with a node down: exit %d %v\n%s%s", code, err, p.stdout.String(), p.stderr.String())
 	}
 	// A second node, a holder, goes: 2 of 5 is no quorum (go-redsync/redsync#186).

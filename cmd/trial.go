@@ -39,7 +39,7 @@ type trialFlags struct {
 	nemeses                        []string
 	seed                           uint64
 	lockPattern, expect            string
-	yes, keep                      bool
+	yes, keep, failFast            bool
 	store, schema, history, check  string
 }
 
@@ -104,6 +104,7 @@ func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
 	fl.Uint64Var(&v.seed, "seed", 0, "seed of the fault schedule (default: from the clock, printed in the result)")
 	fl.IntVar(&v.runs, "runs", 1, "run the trial this many times with seeds S, S+1, ... and stop at the first unsafe one")
 	fl.StringVar(&v.lockPattern, "lock-pattern", trial.DefaultLockPattern, "Redis glob of the lock keys: the timeline, the pause target, the expire nemesis")
+	fl.BoolVar(&v.failFast, "fail-fast", false, "end a run at the first violation the workers' history shows (the time to a counterexample)")
 	fl.StringVar(&v.expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
 	fl.BoolVar(&v.yes, "yes", false, "allow writing to the --redis server (the workers and the nemesis write to it)")
 	fl.StringVar(&v.store, "store", "", "scratch database for the workers: postgres://..., mysql://... or sqlite:PATH (DATABASE_URL)")
@@ -126,7 +127,7 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 	if dash < 0 || dash > 0 || len(args) == 0 {
 		return nil, usageErrorf("give the worker's command after --, e.g. lockctl trial -- ./worker.sh")
 	}
-	o := trial.Options{Command: args, Workers: v.workers, Seed: v.seed, LockPattern: v.lockPattern, Env: childEnv(os.Environ(), false)}
+	o := trial.Options{Command: args, Workers: v.workers, Seed: v.seed, LockPattern: v.lockPattern, FailFast: v.failFast, Env: childEnv(os.Environ(), false)}
 	if v.workers < 1 || v.workers > 64 {
 		return nil, usageErrorf("workers %d must be from 1 to 64", v.workers)
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	// the trial's end as their time.
 	Judge       func(ctx context.Context) ([]Violation, error)
 	SampleEvery time.Duration
+	// FailFast ends the run at the first violation the client history
+	// shows, instead of at Duration: what a time-to-counterexample
+	// measurement and a --runs search want.
+	FailFast bool
 }
 
 func (o *Options) defaults() {
@@ -110,6 +114,8 @@ type trial struct {
 	sampler *sampler
 	lanes   *laneRecorder
 	stopCh  chan struct{}
+	// endEarly ends the run before its duration (FailFast).
+	endEarly context.CancelFunc
 
 	mu     sync.Mutex
 	ops    []Op
@@ -178,12 +184,16 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 	}
 	nctx, stopNemesis := context.WithTimeout(ctx, o.Duration)
 	defer stopNemesis()
+	t.mu.Lock()
+	t.endEarly = stopNemesis
+	t.mu.Unlock()
 	healed := make(chan struct{})
 	go func() {
 		t.nemesis(nctx, schedule(o.Seed, o.Nemeses, o.FaultDuration, o.Duration, o.Workers))
 		close(healed)
 	}()
 	<-nctx.Done()
+	early := ctx.Err() == nil && time.Since(t.start) < o.Duration
 	<-healed // the nemesis heals what it broke as its context ends
 	for i, w := range t.workers {
 		w.signal(sigCont)
@@ -200,6 +210,9 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 	stopSampler()
 	<-sampled
 	res := t.result(end)
+	if early {
+		res.Notes = append(res.Notes, "ended at the first violation (fail fast)")
+	}
 	if o.Judge != nil {
 		jctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		vs, err := o.Judge(jctx)
@@ -267,8 +280,11 @@ func (t *trial) addOp(worker int, op Op) {
 	now := time.Now()
 	op.Worker, op.at, op.AtMS = worker, now, now.Sub(t.start).Milliseconds()
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.ops = append(t.ops, op)
-	t.mu.Unlock()
+	if t.opts.FailFast && op.Op == OpOK && t.endEarly != nil && len(judgeHistory(t.ops)) > 0 {
+		t.endEarly()
+	}
 }
 
 // redisURL is the URL a worker gets: its proxy, the database, no password.

@@ -19,12 +19,15 @@ const (
 
 // Op is one JSON line a worker printed on stdout, e.g.
 // {"op":"ok","resource":"balance:42","fence":7,"key":"req-9"}. Fence is the
-// fencing token the write carried, Key its idempotency key; both optional.
+// fencing token the write carried, Key its idempotency key, Seq its place
+// in the store's commit order (an id or version the commit returned); all
+// optional.
 type Op struct {
 	Op       string          `json:"op"`
 	Resource string          `json:"resource"`
 	Fence    *int64          `json:"fence"`
 	Key      *string         `json:"key"`
+	Seq      *int64          `json:"seq"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	// Worker and AtMS are set by the trial when the line arrives.
 	Worker int   `json:"-"`
@@ -51,13 +54,14 @@ func parseOp(line string) (Op, bool) {
 }
 
 // judgeHistory checks the ok operations (ops in the order lockctl received
-// them). A write took effect somewhere between its invoke line (the one the
-// same worker printed last before it; without one, its ok line) and its ok
-// line, as in Jepsen's histories. An ok write whose fence is below that of
-// an ok write of the same resource that had already returned before it was
-// invoked is STALE_WRITE_ACCEPTED (Kleppmann 2016: the store took the
-// stale holder's write after a newer holder's); a key already seen in an ok
-// operation is DUPLICATE_EFFECT.
+// them). A write that reports its place in the commit order (seq) is judged
+// in that order (staleBySeq). Any other write took effect somewhere between
+// its invoke line (the one the same worker printed last before it; without
+// one, its ok line) and its ok line, as in Jepsen's histories: an ok write
+// whose fence is below that of an ok write of the same resource that had
+// already returned before it was invoked is STALE_WRITE_ACCEPTED
+// (Kleppmann 2016: the store took the stale holder's write after a newer
+// holder's). A key already seen in an ok operation is DUPLICATE_EFFECT.
 func judgeHistory(ops []Op) []Violation {
 	type done struct {
 		fence  int64
@@ -69,6 +73,7 @@ func judgeHistory(ops []Op) []Violation {
 	highest := map[string][]done{} // per resource: the running maximum by ok order
 	keys := map[string]Op{}
 	invokedMS := map[int]int64{}
+	committed := map[string][]Op{} // ok writes with a seq, per resource
 	for _, op := range ops {
 		switch op.Op {
 		case OpInvoke:
@@ -83,7 +88,9 @@ func judgeHistory(ops []Op) []Violation {
 			start = op.AtMS
 		}
 		delete(invokedMS, op.Worker)
-		if op.Fence != nil {
+		if op.Fence != nil && op.Seq != nil {
+			committed[op.Resource] = append(committed[op.Resource], op)
+		} else if op.Fence != nil {
 			hs := highest[op.Resource]
 			// The highest fence among the writes that returned before this one began.
 			i := sort.Search(len(hs), func(i int) bool { return hs[i].okMS >= start }) - 1
@@ -104,6 +111,33 @@ func judgeHistory(ops []Op) []Violation {
 					op.Worker, *op.Key, first.Worker, fmtMS(first.AtMS))))
 			} else {
 				keys[*op.Key] = op
+			}
+		}
+	}
+	return append(out, staleBySeq(committed)...)
+}
+
+// staleBySeq checks writes whose commit order the worker reported (seq):
+// in that order, a fence below an earlier one of the same resource is
+// STALE_WRITE_ACCEPTED, whatever the times of the lines.
+func staleBySeq(committed map[string][]Op) []Violation {
+	var out []Violation
+	resources := make([]string, 0, len(committed))
+	for r := range committed {
+		resources = append(resources, r)
+	}
+	sort.Strings(resources)
+	for _, r := range resources {
+		ops := committed[r]
+		sort.SliceStable(ops, func(i, j int) bool { return *ops[i].Seq < *ops[j].Seq })
+		var top Op
+		for i, op := range ops {
+			if i > 0 && *op.Fence < *top.Fence {
+				out = append(out, op.violation(CodeStaleWrite, fmt.Sprintf("worker %d's write to %s with fence %d was committed (seq %d) after fence %d (worker %d, seq %d)",
+					op.Worker, resourceName(op.Resource), *op.Fence, *op.Seq, *top.Fence, top.Worker, *top.Seq)))
+			}
+			if i == 0 || *op.Fence > *top.Fence {
+				top = op
 			}
 		}
 	}

@@ -81,12 +81,16 @@ type Event struct {
 	Detail string `json:"detail"`
 }
 
-// WorkerReport is what one worker slot did: how often it was started, how
-// many client-history operations it printed, and the last lines of its
-// stderr (for a worker that keeps failing).
+// WorkerReport is what one worker slot did: how often it was started and
+// failed, how many client-history operations it printed, and the last
+// lines of its stderr (for a worker that keeps failing).
 type WorkerReport struct {
-	Worker   int      `json:"worker"`
-	Starts   int      `json:"starts"`
+	Worker int `json:"worker"`
+	Starts int `json:"starts"`
+	// Failures counts exits with a status other than 0 and failed starts
+	// (a signal is the nemesis' kill or the stop); Exits are the first 20
+	// ends as "exit status 1", "signal: killed", ...
+	Failures int      `json:"failures"`
 	Exits    []string `json:"exits"`
 	Ops      int      `json:"ops"`
 	LastErrs []string `json:"stderr_tail,omitempty"`

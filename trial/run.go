@@ -129,6 +129,9 @@ type trial struct {
 // stopped, and Run returns the partial result (Interrupted) with ctx's error.
 func Run(ctx context.Context, o Options) (Result, error) {
 	o.defaults()
+	if err := ctx.Err(); err != nil {
+		return Result{Interrupted: true}, err
+	}
 	if err := platformErr(); err != nil {
 		return Result{}, err
 	}
@@ -260,7 +263,15 @@ func (t *trial) result(end time.Duration) Result {
 		res.Violations = []Violation{}
 	}
 	for _, w := range t.workers {
-		res.Reports = append(res.Reports, w.snapshot())
+		r := w.snapshot()
+		res.Reports = append(res.Reports, r)
+		if n := r.Failures; n >= 3 {
+			note := fmt.Sprintf("worker %d failed %d times (last: %s)", r.Worker, n, r.Exits[len(r.Exits)-1])
+			if len(r.LastErrs) > 0 {
+				note += "; its stderr: " + r.LastErrs[len(r.LastErrs)-1]
+			}
+			res.Notes = append(res.Notes, note)
+		}
 	}
 	if len(ops) == 0 {
 		res.Notes = append(res.Notes, "no client history: the workers printed no {\"op\":...} lines on stdout (docs/trial.md)")

@@ -36,11 +36,18 @@ func TestJudgeHistory(t *testing.T) {
 		{"failed writes are not judged", []Op{op(2, OpOK, 10, 2, ""), op(1, OpFail, 20, 1, "")}, nil},
 		{"ok without invoke counts from its ok", []Op{op(2, OpOK, 10, 2, ""), op(1, OpOK, 20, 1, "")}, []string{CodeStaleWrite}},
 		{"repeated key", []Op{op(1, OpOK, 10, 0, "k"), op(2, OpOK, 20, 0, "k")}, []string{CodeDuplicate}},
+		{"commit order decides, not the lines' times", []Op{withSeq(op(1, OpOK, 10, 1, ""), 2), withSeq(op(2, OpOK, 20, 2, ""), 1)}, []string{CodeStaleWrite}},
+		{"commit order in fence order", []Op{withSeq(op(2, OpOK, 10, 2, ""), 2), withSeq(op(1, OpOK, 20, 1, ""), 1)}, nil},
 	} {
 		if got := codes(judgeHistory(tc.ops)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+func withSeq(op Op, seq int64) Op {
+	op.Seq = &seq
+	return op
 }
 
 func TestParseOp(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -103,6 +104,9 @@ func (w *worker) loop() {
 func (w *worker) exited(how string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if strings.HasPrefix(how, "exit status ") && how != "exit status 0" || strings.HasPrefix(how, "start: ") {
+		w.report.Failures++
+	}
 	if len(w.report.Exits) < maxExits {
 		w.report.Exits = append(w.report.Exits, how)
 	}

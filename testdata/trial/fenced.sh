@@ -1,6 +1,8 @@
 #!/bin/sh
 # The same worker with a fenced write: a script refuses a fence below the
-# highest the counter has seen, so a stale holder's write fails.
+# highest the counter has seen, so a stale holder's write fails. It prints
+# invoke right before the write: a write took effect between that line and
+# its ok.
 cli() { redis-cli -u "$REDIS_URL" "$@"; }
 tok="w$LOCKCTL_TRIAL_WORKER-$$"
 write="local h=tonumber(redis.call('get',KEYS[2]) or '0') if tonumber(ARGV[1]) < h then return 0 end redis.call('set',KEYS[2],ARGV[1]) redis.call('set',KEYS[1],ARGV[2]) return 1"

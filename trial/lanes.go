@@ -1,6 +1,7 @@
 package trial
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -25,6 +26,9 @@ type laneRecorder struct {
 	mu      sync.Mutex
 	changes map[int][]laneChange
 	state   map[int][laneFlags]bool
+	// unheld are the times (ms) of ok writes each worker reported while no
+	// lock key held its owner token: drawn as working without the lock.
+	unheld map[int][]int64
 }
 
 type laneChange struct {
@@ -33,7 +37,7 @@ type laneChange struct {
 }
 
 func newLaneRecorder(start time.Time) *laneRecorder {
-	return &laneRecorder{start: start, changes: map[int][]laneChange{}, state: map[int][laneFlags]bool{}}
+	return &laneRecorder{start: start, changes: map[int][]laneChange{}, state: map[int][laneFlags]bool{}, unheld: map[int][]int64{}}
 }
 
 // set turns flag on or off for worker from now on.
@@ -49,8 +53,20 @@ func (l *laneRecorder) set(worker, flag int, on bool) {
 	l.changes[worker] = append(l.changes[worker], laneChange{time.Since(l.start).Milliseconds(), st})
 }
 
+// wrote records an ok write of worker at atMS: marked when the worker held
+// no lock key at the last sample.
+func (l *laneRecorder) wrote(worker int, atMS int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.state[worker][laneHolds] {
+		l.unheld[worker] = append(l.unheld[worker], atMS)
+	}
+}
+
 // lanes returns workers 1..n's segments up to endMS: crashed, paused,
-// partitioned, working with the lock, else idle (running without it).
+// partitioned, working with the lock, else idle (running without it); plus
+// a 1ms working segment without the lock for each write reported while not
+// holding one, which the swimlane draws ▓.
 func (l *laneRecorder) lanes(n int, endMS int64) []simulate.Lane {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -68,9 +84,18 @@ func (l *laneRecorder) lanes(n int, endMS int64) []simulate.Lane {
 			}
 			cur = c.state
 		}
+		for _, at := range l.unheld[w] {
+			lane.Segments = insertSegment(lane.Segments, simulate.Segment{FromMS: at, ToMS: at + 1, State: simulate.LaneWorking})
+		}
 		out = append(out, lane)
 	}
 	return out
+}
+
+// insertSegment puts s among segs in order of FromMS.
+func insertSegment(segs []simulate.Segment, s simulate.Segment) []simulate.Segment {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].FromMS > s.FromMS })
+	return slices.Insert(segs, i, s)
 }
 
 func segmentOf(from, to int64, st [laneFlags]bool) simulate.Segment {

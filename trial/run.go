@@ -290,6 +290,9 @@ func (t *trial) upstreamName() string {
 func (t *trial) addOp(worker int, op Op) {
 	now := time.Now()
 	op.Worker, op.at, op.AtMS = worker, now, now.Sub(t.start).Milliseconds()
+	if op.Op == OpOK {
+		t.lanes.wrote(worker, op.AtMS)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ops = append(t.ops, op)

@@ -48,6 +48,14 @@ func TestUnfencedWorkerIsUnsafeUnderPause(t *testing.T) {
 	if res.Faults[0].Key != "lock:counter" {
 		t.Errorf("first pause %+v: want the holder of lock:counter targeted", res.Faults[0])
 	}
+	stale := res.Violations[0]
+	unheld := false
+	for _, sg := range res.Lanes[stale.Worker-1].Segments {
+		unheld = unheld || sg.State == simulate.LaneWorking && !sg.Holds && sg.FromMS <= stale.AtMS+50 && sg.FromMS >= stale.AtMS-50
+	}
+	if !unheld {
+		t.Errorf("the stale write at %dms is not drawn as work without the lock in w%d's lane: %+v", stale.AtMS, stale.Worker, res.Lanes[stale.Worker-1])
+	}
 	held := false
 	for _, e := range res.Events {
 		held = held || e.Worker > 0 && e.Key == "lock:counter"

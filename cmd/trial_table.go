@@ -151,7 +151,7 @@ func trialAsSimulation(res trial.Result) simulate.Result {
 	for _, e := range res.Events {
 		se := simulate.Event{AtMS: e.AtMS, Actor: trialWorker(e.Worker), Kind: strings.ToLower(e.Event), OK: true, Note: e.Key + ": " + e.Detail}
 		switch e.Event {
-		case inspect.EventAcquired, inspect.EventTakeover, inspect.EventRenewed, inspect.EventTTLJump:
+		case inspect.EventHeld, inspect.EventAcquired, inspect.EventTakeover, inspect.EventRenewed, inspect.EventTTLJump:
 			holder := "?"
 			if e.Worker > 0 {
 				holder = strconv.Itoa(e.Worker)
@@ -256,7 +256,7 @@ func trialMermaid(res trial.Result) string {
 	store := false
 	for _, e := range res.Events {
 		switch {
-		case e.Worker > 0 && (e.Event == inspect.EventAcquired || e.Event == inspect.EventTakeover):
+		case e.Worker > 0 && (e.Event == inspect.EventAcquired || e.Event == inspect.EventTakeover || e.Event == inspect.EventHeld):
 			add(e.AtMS, "w%d->>R: %s acquired %s", e.Worker, fmtMS(e.AtMS), e.Key)
 		case e.Worker > 0 && e.Event == inspect.EventReleased:
 			add(e.AtMS, "w%d->>R: %s released %s", e.Worker, fmtMS(e.AtMS), e.Key)

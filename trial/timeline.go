@@ -129,7 +129,7 @@ func (s *sampler) sample(ctx context.Context) {
 		}
 		s.last[l.Key] = w
 		for _, e := range d.Next(smp) {
-			if e.Event == inspect.EventHeld || e.Event == inspect.EventFree {
+			if e.Event == inspect.EventFree { // a key's first sample: nothing happened
 				continue
 			}
 			s.add(Event{At: e.At, AtMS: at.Sub(s.t.start).Milliseconds(), Key: e.Key, Event: e.Event, Worker: w, Fence: e.Fence, PTTLMS: e.PTTLMS, Detail: e.Message})

@@ -59,11 +59,12 @@ exits or is killed, until --duration ends; then SIGTERM, and SIGKILL after
   restart    restart the scratch redis-server empty (not with --redis)
 
 Judged: the client history (JSON lines workers print on stdout:
-{"op":"invoke"|"ok"|"fail","resource":...,"fence":...,"key":...}): an ok write
-with a fence below one that had already returned is STALE_WRITE_ACCEPTED, a
-repeated key DUPLICATE_EFFECT; and the lock timeline sampled from the
---lock-pattern keys as watch does (FENCE_BACKWARDS). The verdict is safe or
-unsafe, as simulate's.
+{"op":"invoke"|"ok"|"fail","resource":...,"fence":...,"key":...,"seq":...}):
+an ok write with a fence below one committed before it (by seq, the commit
+order the write returned, else one that had returned before it was invoked)
+is STALE_WRITE_ACCEPTED, a repeated key DUPLICATE_EFFECT; and the lock
+timeline sampled from the --lock-pattern keys as watch does
+(FENCE_BACKWARDS). The verdict is safe or unsafe, as simulate's.
 
 By default Redis is a scratch redis-server lockctl starts on a free loopback
 port and stops at the end. --redis URL uses that server instead and WRITES to

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,6 +176,34 @@ func TestPartitionAndRestart(t *testing.T) {
 	for _, v := range res.Violations {
 		if v.AtMS < restartMS {
 			t.Errorf("violation before the restart at %dms: %+v", restartMS, v)
+		}
+	}
+}
+
+// TestHelpersDoNotOutliveTheirWorker: a helper a worker left running in its
+// process group is killed when the worker exits, before the next start.
+func TestHelpersDoNotOutliveTheirWorker(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	pids := filepath.Join(t.TempDir(), "pids")
+	res, err := Run(context.Background(), Options{Command: []string{"sh", "-c", `sleep 300 & echo $! >> "$0"; sleep 0.2`, pids},
+		Duration: 1500 * time.Millisecond, Workers: 1, Nemeses: []string{}, Seed: 1, Grace: time.Second, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpers := strings.Fields(string(b))
+	if len(helpers) < 2 || res.Reports[0].Starts < 2 {
+		t.Fatalf("%d helpers, %d starts: want the worker started again", len(helpers), res.Reports[0].Starts)
+	}
+	for _, pid := range helpers {
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
+			t.Errorf("helper %s still runs: %s", pid, st)
 		}
 	}
 }

@@ -76,6 +76,8 @@ func (w *worker) loop() {
 			w.mu.Unlock()
 			started := time.Now()
 			werr := c.Wait()
+			// Helpers it left in its group must not outlive it into the next start.
+			_ = signalGroup(c.Process, sigKill)
 			w.mu.Lock()
 			w.proc, w.paused = nil, false
 			w.mu.Unlock()

@@ -48,10 +48,8 @@ func openMySQL(ctx context.Context, rawURL string) (*Scratch, error) {
 	s.drop = func(ctx context.Context) error {
 		defer admin.Close()
 		// DROP DATABASE waits on the metadata locks of open transactions:
-		// end the sessions still using the database first.
-		if err := killMySQLSessions(ctx, admin, name); err != nil {
-			return err
-		}
+		// end the sessions still using the database first (best effort).
+		killMySQLSessions(ctx, admin, name)
 		_, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
 		return err
 	}
@@ -75,29 +73,25 @@ func connectMySQL(cfg *mysql.Config) (*sql.DB, error) {
 	return sql.OpenDB(c), nil
 }
 
-// killMySQLSessions ends every other session whose current database is name.
-func killMySQLSessions(ctx context.Context, admin *sql.DB, name string) error {
+// killMySQLSessions ends every other session whose current database is
+// name, as far as the listing shows them and the account may end them.
+func killMySQLSessions(ctx context.Context, admin *sql.DB, name string) {
 	rows, err := admin.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()", name)
 	if err != nil {
-		return err
+		return
 	}
 	var ids []int64
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			_ = rows.Close()
-			return err
+		if rows.Scan(&id) == nil {
+			ids = append(ids, id)
 		}
-		ids = append(ids, id)
 	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
+	_ = rows.Close()
 	for _, id := range ids {
 		// The session may have ended since the listing: not an error.
 		_, _ = admin.ExecContext(ctx, "KILL "+strconv.FormatInt(id, 10))
 	}
-	return nil
 }
 
 // mysqlLineRE finds the statement line in a MySQL syntax error ("... near

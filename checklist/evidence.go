@@ -25,6 +25,8 @@ type Trial struct {
 		Kind string `json:"kind"`
 	} `json:"faults"`
 	Notes []string `json:"notes"`
+	// Store describes the judged scratch database, in results that name it.
+	Store json.RawMessage `json:"store"`
 }
 
 // noHistoryNote starts the note a trial adds when it judged no writes
@@ -47,7 +49,7 @@ func ParseTrial(file string, data []byte) (*Trial, error) {
 // judged reports whether the trial judged any writes (a client history or
 // a database); without, its safe verdict is no evidence of anything.
 func (t *Trial) judged() bool {
-	if t.Ops > 0 {
+	if s := strings.TrimSpace(string(t.Store)); t.Ops > 0 || (s != "" && s != "null" && s != `""`) {
 		return true
 	}
 	return !slices.ContainsFunc(t.Notes, func(n string) bool { return strings.HasPrefix(n, noHistoryNote) })

@@ -1,7 +1,9 @@
 // Package examples tests the examples: it runs every example's README: each `$ ` line of its
 // console blocks, from this directory, with a lockctl built from the parent
-// module (or $LOCKCTL_BIN) first on PATH. A `lockctl trial … --expect V` line must exit 0 and
-// print "verdict: V".
+// module (or $LOCKCTL_BIN) first on PATH. Every command must exit 0; a
+// `lockctl trial … --expect V` line printing a table must print
+// "verdict: V"; `<!-- test: stdout REGEX -->` before a block makes each of
+// its commands print a line matching REGEX.
 package examples
 
 import (
@@ -61,15 +63,19 @@ func TestExamples(t *testing.T) {
 			if len(cmds) == 0 {
 				t.Fatalf("%s has no commands", readme)
 			}
-			for _, line := range cmds {
+			for _, cmd := range cmds {
+				line := cmd.line
 				c := exec.Command("sh", "-c", line)
 				c.Env = append(os.Environ(), "PATH="+path)
 				out, err := c.CombinedOutput()
 				if err != nil {
 					t.Fatalf("$ %s\n%s\n%v", line, out, err)
 				}
-				if m := expectRE.FindStringSubmatch(line); m != nil && !strings.Contains(string(out), "verdict: "+m[1]) {
+				if m := expectRE.FindStringSubmatch(line); m != nil && !strings.Contains(line, "-o json") && !strings.Contains(string(out), "verdict: "+m[1]) {
 					t.Errorf("$ %s\nno \"verdict: %s\" in:\n%s", line, m[1], out)
+				}
+				if cmd.stdout != nil && !cmd.stdout.Match(out) {
+					t.Errorf("$ %s\nno line matches %s in:\n%s", line, cmd.stdout, out)
 				}
 			}
 		})
@@ -84,26 +90,37 @@ func missing(t *testing.T, tool string) {
 	t.Skipf("%s is missing", tool)
 }
 
+// command is one `$ ` line and the pattern its output must match (nil: none).
+type command struct {
+	line   string
+	stdout *regexp.Regexp
+}
+
+var stdoutDirective = regexp.MustCompile(`^<!-- test: stdout (.+) -->$`)
+
 // commands returns the `$ ` lines of a Markdown file's console blocks.
-func commands(t *testing.T, path string) []string {
+func commands(t *testing.T, path string) []command {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []string
+	var out []command
+	var want *regexp.Regexp
 	in := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
+		case stdoutDirective.MatchString(line):
+			want = regexp.MustCompile("(?m)" + stdoutDirective.FindStringSubmatch(line)[1])
 		case strings.HasPrefix(line, "```console"):
 			in = true
 		case strings.HasPrefix(line, "```"):
-			in = false
+			in, want = false, nil
 		case in && strings.HasPrefix(line, "$ "):
-			out = append(out, strings.TrimPrefix(line, "$ "))
+			out = append(out, command{line: strings.TrimPrefix(line, "$ "), stdout: want})
 		}
 	}
 	return out

@@ -175,7 +175,12 @@ func (p *splitter) word() {
 		p.create = w == "CREATE"
 		return
 	case !p.routine:
-		p.routine = p.create && (w == "TRIGGER" || w == "FUNCTION" || w == "PROCEDURE" || w == "EVENT")
+		switch w {
+		case "TRIGGER", "FUNCTION", "PROCEDURE", "EVENT":
+			p.routine = p.create
+		case "TABLE", "VIEW", "INDEX", "TYPE", "DOMAIN", "SEQUENCE", "SCHEMA":
+			p.create = false // CREATE TABLE event (…) creates no routine
+		}
 		return
 	}
 	switch w {

@@ -78,12 +78,12 @@ var cases = []libCase{
 	{ID: "redis-semaphore/multi", Driver: "node", Lib: "redis-semaphore", Mode: "multi", Name: "rsms-%s",
 		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
 	{ID: "ioredis-lock/default", Driver: "node", Lib: "ioredis-lock", Mode: "default", Name: "mf-%s",
-		Layouts: []string{"ioredis-lock", "@microfleet/ioredis-lock"}, Need: noFence, Renew: true},
+		Layouts: []string{"microfleet-ioredis-lock"}, Need: noFence, Renew: true},
 	{ID: "node-redis-warlock/default", Driver: "node", Lib: "warlock", Mode: "default", Name: "wl-%s",
-		Layouts: []string{"node-redis-warlock", "warlock"}, Need: noFence, Renew: true},
+		Layouts: []string{"node-redis-warlock"}, Need: noFence, Renew: true},
 	// redis-lock: "lock.<name>" = its own expiry in Unix ms, 5 s; no renew.
 	{ID: "redis-lock/default", Driver: "node", Lib: "redis-lock", Mode: "default", Name: "rlk-%s",
-		Layouts: []string{"redis-lock", "node-redis-lock"}, Need: noFence},
+		Layouts: []string{"node-redis-lock"}, Need: noFence},
 
 	// Python: redis-py Lock, uuid1().hex; no timeout by default (NO_TTL is true).
 	{ID: "redis-py/default", Driver: "python", Lib: "redis-py", Mode: "default", Name: "py-%s",
@@ -95,9 +95,9 @@ var cases = []libCase{
 	// exclusive lock in a zset (members the token and "__write__", score =
 	// expiry in ms, PEXPIREAT), 300 s by default: LEASE_OVER_CAP is true.
 	{ID: "symfony/default", Driver: "php", Lib: "symfony", Mode: "default", Name: "sf-%s",
-		Layouts: []string{"symfony", "symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
+		Layouts: []string{"symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
 	{ID: "symfony/shared", Driver: "php", Lib: "symfony", Mode: "shared", Name: "sf-read-%s",
-		Layouts: []string{"symfony", "symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
+		Layouts: []string{"symfony-lock"}, Zset: true, Need: []string{"LEASE_OVER_CAP"}, Allow: noFence, Renew: true},
 	// Laravel 8 Cache::lock: 16 alphanumerics under the app's prefixes; no
 	// expiry by default (NO_TTL is true), no renew.
 	{ID: "laravel/default", Driver: "php", Lib: "laravel", Mode: "default", Name: "lv-%s",

@@ -34,19 +34,20 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	bin.lockctl = filepath.Join(dir, "lockctl")
 	bin.golock = filepath.Join(dir, "golock")
-	for _, b := range [][]string{{"-o", bin.lockctl, ".."}, {"-o", bin.golock, "./cmd/golock"}} {
-		var cmd *exec.Cmd
-		if b[2] == ".." {
-			// the parent module: built from its own directory so its go.mod rules
-			cmd = exec.Command("go", "build", "-o", b[1], ".")
-			cmd.Dir = ".."
-		} else {
-			cmd = exec.Command("go", append([]string{"build"}, b...)...)
-		}
+	builds := []*exec.Cmd{exec.Command("go", "build", "-o", bin.golock, "./cmd/golock")}
+	// CONFORMANCE_LOCKCTL runs the suite against another lockctl binary
+	// (a branch's); by default the parent module is built, from its own
+	// directory so that its go.mod rules.
+	if bin.lockctl = os.Getenv("CONFORMANCE_LOCKCTL"); bin.lockctl == "" {
+		bin.lockctl = filepath.Join(dir, "lockctl")
+		parent := exec.Command("go", "build", "-o", bin.lockctl, ".")
+		parent.Dir = ".."
+		builds = append(builds, parent)
+	}
+	for _, cmd := range builds {
 		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "go build %v: %v\n%s", b, err, out)
+			fmt.Fprintf(os.Stderr, "%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 			os.Exit(2)
 		}
 	}

@@ -114,6 +114,9 @@ func TestLayoutsVersionVerified(t *testing.T) {
 		lib := libraries[slices.IndexFunc(libraries, func(l library) bool { return l.Label == libName(c.ID) })]
 		v := installedVersion(t, lib)
 		for _, name := range c.Layouts {
+			if ran[name] {
+				continue // checked with an earlier case of the library
+			}
 			ran[name] = true
 			row, ok := rows[name]
 			if ok && v != "" && strings.Contains(row, "run in CI") && !strings.Contains(row, v) {

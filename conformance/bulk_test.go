@@ -117,10 +117,8 @@ func runBulk(argv []string) ([]string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	done := make(chan struct{})
 	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
-	defer close(done)
 	out, err := cmd.Output()
 	var r reply
 	if jerr := json.Unmarshal(bytes.TrimSpace(out), &r); err != nil || jerr != nil || r.Op != "bulk" {

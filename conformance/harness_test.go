@@ -113,7 +113,6 @@ type reply struct {
 	Error    string   `json:"error"`
 	Keys     []string `json:"keys"`
 	OwnerHex string   `json:"owner_hex"`
-	Count    int      `json:"count"`
 }
 
 // startHolder runs a driver and waits (30 s at most) for its "acquired" line.
@@ -188,10 +187,7 @@ func (h *holder) kill() {
 // Raw keeps the whole object for fields a layout adds (holders, candidates).
 type lockJSON struct {
 	Key      string `json:"key"`
-	Type     string `json:"type"`
 	Exists   bool   `json:"exists"`
-	PTTLMS   int64  `json:"pttl_ms"`
-	Role     string `json:"role"`
 	OwnerHex string `json:"owner_hex"`
 	Layout   struct {
 		Name       string          `json:"name"`
@@ -284,7 +280,6 @@ type watcher struct {
 type event struct {
 	Event string `json:"event"`
 	Owner string `json:"owner"`
-	Key   string `json:"key"`
 }
 
 // startWatch samples key every 50 ms until stop; it returns after watch's

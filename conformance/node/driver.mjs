@@ -1,4 +1,4 @@
-// The Node driver of the conformance suite (conformance/driver_test.go):
+// The Node driver of the conformance suite (conformance/harness_test.go):
 // takes a lock with a real Node lock library and holds it until told to
 // renew or release it on stdin, or until it is killed.
 //

@@ -1,5 +1,5 @@
 <?php
-// The PHP driver of the conformance suite (conformance/driver_test.go): takes
+// The PHP driver of the conformance suite (conformance/harness_test.go): takes
 // a lock with Debian's Symfony Lock 5.4 (php-symfony-lock) or Laravel 8's
 // cache lock (php-illuminate-cache) over php-redis, and holds it until told
 // to renew or release it on stdin, or until it is killed.

@@ -1,4 +1,4 @@
-"""The Python driver of the conformance suite (conformance/driver_test.go).
+"""The Python driver of the conformance suite (conformance/harness_test.go).
 
 Takes a redis-py Lock (Debian's python3-redis) and holds it until told to
 renew or release it on stdin, or until it is killed.

@@ -1,6 +1,6 @@
 // Command golock takes a lock with a real Go lock library and holds it until
 // told to renew or release it on stdin, or until it is killed: the Go driver
-// of the conformance suite (conformance/driver_test.go).
+// of the conformance suite (conformance/harness_test.go).
 //
 // Usage: golock <library> <mode> <host:port> <name>
 //

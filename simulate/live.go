@@ -193,7 +193,7 @@ type liveRun struct {
 	keys      lockcore.Keys
 	storeKey  string
 	recvKey   string
-	mu        sync.Mutex
+	mu        stateMu
 	actors    []*liveActor
 	grants    []*liveGrant
 	maxFence  int64

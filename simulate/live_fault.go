@@ -33,7 +33,7 @@ func (r *liveRun) fault(st Step, a *liveActor, wakes *sync.WaitGroup) {
 		// the wake-up to be done, in-flight step included, as in the model;
 		// a crashed process is not paused.
 		start := r.real(st.AtMS)
-		if !r.await(func() bool { return a.crashed || !(a.frozen && !start.Before(a.pausedUntil)) }) {
+		if !r.await(time.Time{}, func() bool { return a.crashed || !(a.frozen && !start.Before(a.pausedUntil)) }) {
 			return
 		}
 		r.mu.Lock()

@@ -42,7 +42,7 @@ func (r *liveRun) acquire(a *liveActor, client partClient, st Step) error {
 		// everything else due by now (real now: a little later than the
 		// model's, by the jitter, so what is due at the instant is in), and
 		// after the waiters before it in the model's order.
-		if !first && !r.await(func() bool {
+		if !first && !r.await(deadline, func() bool {
 			return time.Now().After(deadline) || !r.aheadLocked(a, time.Now(), math.MaxInt) && !r.waiterBeforeLocked(a)
 		}) {
 			return r.ctx.Err()

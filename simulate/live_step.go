@@ -24,7 +24,7 @@ func (r *liveRun) program(a *liveActor) error {
 		}
 		// Its turn, as in the model: after the faults listed before it,
 		// and what else is due before it (aheadLocked).
-		if !r.await(func() bool { return r.applied >= ls.before && !r.aheadLocked(a, at, ls.idx) }) {
+		if !r.await(time.Time{}, func() bool { return r.applied >= ls.before && !r.aheadLocked(a, at, ls.idx) }) {
 			return r.ctx.Err()
 		}
 		inFlight := false

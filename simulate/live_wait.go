@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"sync"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
@@ -92,23 +93,95 @@ func (r *liveRun) thaw(a *liveActor, byProgram bool) {
 // awaitSteps waits until it is the fault f's turn (aheadLocked); it
 // returns false when the run's context ends.
 func (r *liveRun) awaitSteps(f liveStep) bool {
-	return r.await(func() bool { return !r.aheadLocked(nil, r.real(f.AtMS), f.idx) })
+	return r.await(time.Time{}, func() bool { return !r.aheadLocked(nil, r.real(f.AtMS), f.idx) })
 }
 
-// await polls cond, with r.mu held, every 50µs until it holds; it returns
-// false when the run's context ends first.
-func (r *liveRun) await(cond func() bool) bool {
+// await waits until cond, checked with r.mu held, holds: again after each
+// change of the run's state (every r.mu.Unlock) and at each instant a
+// time in it comes (nextEdgeLocked), or until, if set; those are all cond
+// reads. It returns false when the run's context ends first.
+func (r *liveRun) await(until time.Time, cond func() bool) bool {
 	for {
 		r.mu.Lock()
-		ok := cond()
-		r.mu.Unlock()
-		if ok {
+		if cond() {
+			r.mu.Mutex.Unlock() // only read: wakes no other waiter
 			return true
 		}
-		if !r.sleepUntil(time.Now().Add(50 * time.Microsecond)) {
+		changed := r.mu.changedLocked()
+		edge := r.nextEdgeLocked(time.Now())
+		r.mu.Mutex.Unlock()
+		if !until.IsZero() && (edge.IsZero() || until.Before(edge)) {
+			edge = until
+		}
+		var at <-chan time.Time
+		var timer *time.Timer
+		if !edge.IsZero() {
+			timer = time.NewTimer(time.Until(edge))
+			at = timer.C
+		}
+		select {
+		case <-changed:
+		case <-at:
+		case <-r.ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if r.ctx.Err() != nil {
 			return false
 		}
 	}
+}
+
+// nextEdgeLocked is the first instant after now at which a time that the
+// wait conditions compare with the clock comes (a pause's or a
+// partition's end, a renewal, a work's end, a next step), zero for none.
+// r.mu must be held.
+func (r *liveRun) nextEdgeLocked(now time.Time) time.Time {
+	var edge time.Time
+	consider := func(t time.Time) {
+		if t.After(now) && (edge.IsZero() || t.Before(edge)) {
+			edge = t
+		}
+	}
+	for _, b := range r.actors {
+		if b.crashed {
+			continue
+		}
+		consider(b.pausedUntil)
+		consider(b.partUntil)
+		consider(b.renewDue)
+		consider(b.busyUntil)
+		if b.next < len(b.steps) {
+			consider(r.nextDueLocked(b))
+		}
+	}
+	return edge
+}
+
+// stateMu is liveRun's mutex; its Unlock also wakes the goroutines that
+// await a condition on the state it guards (await).
+type stateMu struct {
+	sync.Mutex
+	// changed is closed by the next Unlock; nil while nobody waits.
+	changed chan struct{}
+}
+
+// Unlock wakes the waiters, then unlocks.
+func (m *stateMu) Unlock() {
+	if m.changed != nil {
+		close(m.changed)
+		m.changed = nil
+	}
+	m.Mutex.Unlock()
+}
+
+// changedLocked returns the channel the next Unlock closes; m must be held.
+func (m *stateMu) changedLocked() <-chan struct{} {
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
 }
 
 // aheadLocked reports whether something the model does before a step or

@@ -325,6 +325,7 @@ func inspectRun(opts *InspectOptions) error {
 		return err
 	}
 	reader := newReader(opts, conn, res.fences)
+	reader.RecheckSubsecond = true
 	keys := res.keys
 	if opts.Search {
 		found, err := searchKeys(ctx, conn, reader, opts)

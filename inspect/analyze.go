@@ -47,6 +47,9 @@ type Value struct {
 	// Top is a zset's highest-scored member and its score, read apart
 	// from Items' bound (ZRANGE -1 -1 WITHSCORES); nil elsewhere.
 	Top []string
+	// RenewedPastSecond says a re-read (Reader.RecheckSubsecond) saw the
+	// same value renewed to 1s or more after it was read with under 1s left.
+	RenewedPastSecond bool
 	// HoldPTTL is, for a Redisson read/write lock, the PTTL (ms; -2 gone)
 	// of each read holder's newest hold key, by hash field (semaphore.go).
 	HoldPTTL map[string]int64
@@ -429,7 +432,7 @@ func (l *Lock) findings(d *detection, opts Options) {
 		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
 	case l.PTTLMS == -1:
 		l.add(FindingNoTTL, SeverityError, "no TTL (PTTL -1)")
-	case l.PTTLMS >= 0 && l.PTTLMS < 1000 && d.v.Idle != nil && *d.v.Idle == 0:
+	case l.PTTLMS >= 0 && l.PTTLMS < 1000 && d.v.Idle != nil && *d.v.Idle == 0 && !d.v.RenewedPastSecond:
 		// Idle 0: written (or read) in the last second, so the TTL was
 		// under about 1s then too; a key idle for longer was set with at
 		// least PTTL + idle, a healthy lease near its end (or unknown, when

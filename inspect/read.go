@@ -52,6 +52,11 @@ type Reader struct {
 	// the keys' own values (unlock: the owner), and no fence counter an
 	// ACL scoped to the lock keys (~lock:*) may refuse.
 	NoCompanions bool
+	// RecheckSubsecond re-reads, for up to 1.1s, a key read with under 1s
+	// left and idle 0, so that a lease renewed to 1s or more in that time
+	// gets no SUBSECOND_LEASE (recheck.go). For one-shot reads (inspect),
+	// not for watch's samples.
+	RecheckSubsecond bool
 
 	noPExpireTime atomic.Bool
 }
@@ -192,6 +197,11 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 				return nil, nil, err
 			}
 			vals[i].Type, _ = typs[j].Text()
+		}
+	}
+	if r.RecheckSubsecond && !r.Light {
+		if err := r.recheckSubsecond(ctx, c, keys, vals); err != nil {
+			return nil, nil, err
 		}
 	}
 	comp, err := r.readRound2(ctx, c, keys, vals)

@@ -27,6 +27,10 @@ type libCase struct {
 	// Watchdog: the library renews by itself; the suite samples for 4 s
 	// and expects RENEWED events with no renew command.
 	Watchdog bool
+	// CrashMode is the mode of the holder that is killed, when Mode's
+	// lease is too short (2 s) to outlive the read after the kill on a
+	// loaded machine; default Mode.
+	CrashMode string
 	// Short: the default lease is shorter than a second (go-zero): only the
 	// acquire step runs, retried when the key is gone before it is read.
 	Short bool
@@ -68,11 +72,13 @@ var cases = []libCase{
 	{ID: "redlock5/default", Driver: "node", Lib: "redlock5", Mode: "default", Name: "rl5-%s",
 		Layouts: []string{"node-redlock"}, Need: noFence, Renew: true},
 	{ID: "redlock5/using", Driver: "node", Lib: "redlock5", Mode: "using", Name: "rl5-using-%s",
-		Layouts: []string{"node-redlock"}, Need: noFence, Watchdog: true},
+		Layouts: []string{"node-redlock"}, Need: noFence, Watchdog: true, CrashMode: "default"},
 	// redis-semaphore: Mutex "mutex:<name>" = UUIDv4; Semaphore and
 	// MultiSemaphore "semaphore:<name>" zset, members <uuid>_<n>.
 	{ID: "redis-semaphore/mutex", Driver: "node", Lib: "redis-semaphore", Mode: "mutex", Name: "rsm-%s",
 		Layouts: []string{"redis-semaphore"}, Need: noFence, Renew: true},
+	{ID: "redis-semaphore/watchdog", Driver: "node", Lib: "redis-semaphore", Mode: "watchdog", Name: "rsw-%s",
+		Layouts: []string{"redis-semaphore"}, Need: noFence, Watchdog: true, CrashMode: "mutex"},
 	{ID: "redis-semaphore/semaphore", Driver: "node", Lib: "redis-semaphore", Mode: "semaphore", Name: "rss-%s",
 		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
 	{ID: "redis-semaphore/multi", Driver: "node", Lib: "redis-semaphore", Mode: "multi", Name: "rsms-%s",

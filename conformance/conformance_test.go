@@ -75,7 +75,11 @@ func runCase(t *testing.T, c libCase, addr, name string, p *problems) {
 	h.do("release")
 	checkFree(t, addr, h.Keys, "release", p)
 	waitEvent(w, "RELEASED", "release", p)
-	h2 := startHolder(t, c, c.Mode, addr, name)
+	crashMode := c.Mode
+	if c.CrashMode != "" {
+		crashMode = c.CrashMode
+	}
+	h2 := startHolder(t, c, crashMode, addr, name)
 	h2.kill()
 	checkHeld(t, c, addr, h2, "crash", p)
 	checkEvents(w.stop(t), c, first, h2.OwnerHex, p)

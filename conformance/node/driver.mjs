@@ -74,7 +74,7 @@ const adapters = {
     const client = ioredis();
     const m = mode === 'semaphore' ? new Semaphore(client, name, 3)
       : mode === 'multi' ? new MultiSemaphore(client, name, 3, 2)
-        : new Mutex(client, name, { lockTimeout: ttl(mode, 10000) });
+        : new Mutex(client, name, { lockTimeout: mode === 'watchdog' ? 2000 : ttl(mode, 10000) });
     await m.acquire();
     const prefix = mode === 'semaphore' || mode === 'multi' ? 'semaphore:' : 'mutex:';
     return { keys: [prefix + name], owner: m.identifier,

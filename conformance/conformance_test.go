@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,6 +28,28 @@ func TestLibraries(t *testing.T) {
 	}
 }
 
+// knownSummary is one line on the known failures that ran: which still
+// fail, and which now pass and can be removed from knownFailures.
+func knownSummary() string {
+	knownSeen.Lock()
+	defer knownSeen.Unlock()
+	var failing, passing []string
+	for id, f := range knownSeen.failing {
+		if f {
+			failing = append(failing, id)
+		} else {
+			passing = append(passing, id)
+		}
+	}
+	if len(failing)+len(passing) == 0 {
+		return ""
+	}
+	slices.Sort(failing)
+	slices.Sort(passing)
+	return fmt.Sprintf("conformance: %d known failures still fail (%s); %d now pass (%s): remove an entry once its fix has landed (conformance/known_test.go)",
+		len(failing), orNone(failing), len(passing), orNone(passing))
+}
+
 // problems collects what a case got wrong, so a known failure can be logged
 // whole instead of stopping at the first.
 type problems struct{ list []string }
@@ -37,9 +60,21 @@ func (p *problems) add(format string, args ...any) {
 	}
 }
 
+// knownSeen records, per known failure that ran, whether it still fails;
+// TestMain prints it, so CI's log says which entries can go without -v.
+var knownSeen = struct {
+	sync.Mutex
+	failing map[string]bool
+}{failing: map[string]bool{}}
+
 // judge fails the test with every problem, unless the case is a known failure.
 func judge(t *testing.T, id string, p *problems) {
 	item, known := knownFailures[id]
+	if known {
+		knownSeen.Lock()
+		knownSeen.failing[id] = len(p.list) > 0
+		knownSeen.Unlock()
+	}
 	switch {
 	case len(p.list) == 0 && known:
 		t.Logf("%s now passes: remove it from knownFailures (was: %s)", id, item)

@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 	}
 	bin.php, _ = exec.LookPath("php")
 	code := m.Run()
+	if line := knownSummary(); line != "" {
+		fmt.Println(line)
+	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

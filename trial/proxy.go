@@ -109,11 +109,13 @@ func (p *proxy) pump(dst, src net.Conn, tee io.Writer) {
 			if !p.gate() {
 				return
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
+			// The copy goes first, so that the owner token of a SET is known
+			// by the time the sampler can see the key.
 			if tee != nil {
 				_, _ = tee.Write(buf[:n])
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
 			}
 		}
 		if err != nil {

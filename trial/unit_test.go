@@ -127,8 +127,12 @@ func TestProxyStallsAndObserves(t *testing.T) {
 		return line
 	}
 	send("*4\r\n$3\r\nSET\r\n$6\r\nlock:b\r\n$4\r\ntok2\r\n$2\r\nNX\r\n")
+	// The parser reads a copy of the bytes on a goroutine of its own.
+	for deadline := time.Now().Add(time.Second); o.worker("tok2") != 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if o.worker("tok2") != 2 {
-		t.Errorf("owner tok2 not seen from worker 2: %v", o.byToken)
+		t.Error("owner tok2 not seen from worker 2")
 	}
 	p.stall(300 * time.Millisecond)
 	start := time.Now()

@@ -33,16 +33,20 @@ func codes(vs []Violation) []string {
 }
 
 // TestUnfencedWorkerIsUnsafeUnderPause: a shell worker that writes without
-// checking its fence has a stale write within a few seconds of pauses.
+// checking its fence has a stale write within a few seconds of pauses, and
+// FailFast ends the run there.
 func TestUnfencedWorkerIsUnsafeUnderPause(t *testing.T) {
 	t.Parallel()
-	res, err := Run(context.Background(), Options{Command: []string{script(t, "unfenced.sh")}, Duration: 7 * time.Second,
+	res, err := Run(context.Background(), Options{Command: []string{script(t, "unfenced.sh")}, Duration: 20 * time.Second, FailFast: true,
 		FaultDuration: 1800 * time.Millisecond, Nemeses: []string{FaultPause}, Seed: 1, Grace: time.Second, Env: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Verdict != VerdictUnsafe || !slices.Contains(codes(res.Violations), CodeStaleWrite) {
 		t.Fatalf("verdict %s, violations %v; want unsafe with %s\nfaults %+v", res.Verdict, res.Violations, CodeStaleWrite, res.Faults)
+	}
+	if res.DurationMS >= 20000 || !slices.Contains(res.Notes, "ended at the first violation (fail fast)") {
+		t.Errorf("ran %dms with notes %q: want FailFast to end it at the stale write", res.DurationMS, res.Notes)
 	}
 	if len(res.Faults) == 0 || res.Faults[0].Kind != FaultPause || res.Faults[0].Worker == 0 {
 		t.Errorf("faults %+v, want a pause of a worker first", res.Faults)

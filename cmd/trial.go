@@ -30,6 +30,8 @@ type TrialOptions struct {
 	Expect string
 	// Conn connects to the --redis server (nil: a scratch redis-server).
 	Conn func() (*RedisConn, error)
+	// Store is the --store database, created afresh for each run (nil: none).
+	Store *trialStore
 }
 
 // trialFlags are the values of trial's flags.
@@ -64,7 +66,11 @@ an ok write with a fence below one committed before it (by seq, the commit
 order the write returned, else one that had returned before it was invoked)
 is STALE_WRITE_ACCEPTED, a repeated key DUPLICATE_EFFECT; and the lock
 timeline sampled from the --lock-pattern keys as watch does
-(FENCE_BACKWARDS). The verdict is safe or unsafe, as simulate's.
+(FENCE_BACKWARDS). With --store, a scratch database (postgres://, mysql://
+or sqlite:PATH) created for the run, given to the workers as DATABASE_URL
+and dropped at the end: --history SQL (the committed writes with columns
+fence and key) and --check SQL (rows that break your invariant:
+INVARIANT_VIOLATED). The verdict is safe or unsafe, as simulate's.
 
 By default Redis is a scratch redis-server lockctl starts on a free loopback
 port and stops at the end. --redis URL uses that server instead and WRITES to
@@ -74,6 +80,7 @@ are taken for counters, not locks. docs/trial.md has the whole story.`
 const trialExample = `  lockctl trial -- ./worker.sh
   lockctl trial --workers 3 --duration 20s --nemesis pause --fault-duration 3s --seed 7 -- python3 worker.py
   lockctl trial --runs 10 --expect safe -o junit -- ./worker.sh > trial.xml
+  lockctl trial --store sqlite:/tmp --schema schema.sql --history 'SELECT fence, key FROM writes ORDER BY id' -- ./worker.sh
   lockctl trial --redis redis://127.0.0.1:6380/0 --yes -- ./worker.sh`
 
 // NewCmdTrial returns `lockctl trial`; runF replaces the run function in tests.
@@ -159,7 +166,7 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 		}
 		opts.Expect = v.expect
 	}
-	if err := v.storeFlags(cmd); err != nil {
+	if err := v.storeFlags(f, cmd, opts); err != nil {
 		return nil, err
 	}
 	if cmd.Flags().Changed("redis") {
@@ -168,19 +175,6 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 		}
 	}
 	return opts, nil
-}
-
-// storeFlags refuses the database flags: trial/store has not landed yet.
-func (v *trialFlags) storeFlags(cmd *cobra.Command) error {
-	for _, name := range []string{"schema", "history", "check", "keep"} {
-		if cmd.Flags().Changed(name) && v.store == "" {
-			return usageErrorf("--%s needs --store (the scratch database it applies to)", name)
-		}
-	}
-	if v.store != "" {
-		return usageErrorf("--store %q is not yet supported by this build: the scratch database comes with trial/store; judge the workers' JSON lines instead (docs/trial.md)", RedactURL(v.store))
-	}
-	return nil
 }
 
 // givenRedis checks --redis for a trial: --yes, one server over plain TCP
@@ -222,7 +216,7 @@ func trialRun(opts *TrialOptions) error {
 	var err error
 	for i := range opts.Runs {
 		o.Seed = opts.Trial.Seed + uint64(i)
-		res, err = trial.Run(opts.Ctx, o)
+		res, err = trialOnce(opts, o)
 		if err != nil && !res.Interrupted {
 			return trialError(err)
 		}
@@ -249,6 +243,19 @@ func trialRun(opts *TrialOptions) error {
 	return expectVerdict(opts.Expect, res.Verdict)
 }
 
+// trialOnce runs one trial, in a scratch database of its own with --store.
+func trialOnce(opts *TrialOptions, o trial.Options) (trial.Result, error) {
+	if opts.Store == nil {
+		return trial.Run(opts.Ctx, o)
+	}
+	drop, err := opts.Store.open(opts.Ctx, &o, opts.ErrOut)
+	if err != nil {
+		return trial.Result{}, err
+	}
+	defer drop()
+	return trial.Run(opts.Ctx, o)
+}
+
 // trialError maps Run's errors to exit codes: 127 for a command that cannot
 // start, 3 for a scratch Redis that cannot, 2 for the rest.
 func trialError(err error) error {
@@ -258,7 +265,7 @@ func trialError(err error) error {
 		return &ExitError{Code: ExitCannotRun, Err: err}
 	case errors.Is(err, trial.ErrNoRedisServer):
 		return &ExitError{Code: ExitRedis, Err: err}
-	case errors.Is(err, context.Canceled):
+	case errors.As(err, new(*ExitError)), errors.Is(err, context.Canceled):
 		return err
 	}
 	return &ExitError{Code: ExitUsage, Err: err}

@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/lockctl/lockctl/trial"
+	"github.com/lockctl/lockctl/trial/store"
+	"github.com/spf13/cobra"
+)
+
+// maxSchemaBytes bounds a --schema file: a schema, not a data dump.
+const maxSchemaBytes = 1 << 20
+
+// trialStore is the --store setting of a trial: the server, the schema's
+// text, the history and check queries, and --keep.
+type trialStore struct {
+	URL, Schema, History, Check string
+	Keep                        bool
+}
+
+// storeFlags reads --schema and checks the database flags (exit 2 on bad
+// input): each needs --store.
+func (v *trialFlags) storeFlags(f *Factory, cmd *cobra.Command, opts *TrialOptions) error {
+	for _, name := range []string{"schema", "history", "check", "keep"} {
+		if cmd.Flags().Changed(name) && v.store == "" {
+			return usageErrorf("--%s needs --store (the scratch database it applies to)", name)
+		}
+	}
+	if v.store == "" {
+		return nil
+	}
+	f.secrets = append(f.secrets, urlSecrets(v.store)...)
+	st := &trialStore{URL: v.store, History: v.history, Check: v.check, Keep: v.keep}
+	if v.schema != "" {
+		b, err := readInputFile("schema file", v.schema, maxSchemaBytes)
+		if err != nil {
+			return err
+		}
+		st.Schema = string(b)
+	}
+	opts.Store = st
+	return nil
+}
+
+// open creates the scratch database for one run and applies the schema; it
+// sets the workers' DATABASE_URL and the judge in o, and returns the drop
+// to call after the run (with --keep it names the database on errOut
+// instead).
+func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writer) (func(), error) {
+	s, err := store.Open(ctx, st.URL)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	drop := func() {
+		if st.Keep {
+			fmt.Fprintf(errOut, "lockctl: kept the scratch database %s\n", s.Name())
+			return
+		}
+		if err := s.Drop(ctx); err != nil {
+			fmt.Fprintf(errOut, "lockctl: %v\n", err)
+		}
+	}
+	if st.Schema != "" {
+		if err := s.ApplySchema(ctx, st.Schema); err != nil {
+			drop()
+			return nil, storeError(fmt.Errorf("schema %w", err))
+		}
+	}
+	o.DatabaseURL = s.URL()
+	o.Judge = func(ctx context.Context) ([]trial.Violation, error) {
+		vs, err := s.Judge(ctx, st.History, st.Check)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		out := make([]trial.Violation, 0, len(vs))
+		for _, v := range vs {
+			out = append(out, trial.Violation{Code: v.Code, Detail: v.Detail, Rows: v.Rows, Fence: v.Fence, Key: v.Key, Resource: v.Resource})
+		}
+		return out, nil
+	}
+	return drop, nil
+}
+
+// storeError is exit 2 for what the user gave (a scheme, a schema, a
+// query), else exit 3: the database server cannot be reached.
+func storeError(err error) error {
+	if errors.Is(err, store.ErrInput) {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	return &ExitError{Code: ExitRedis, Err: err}
+}

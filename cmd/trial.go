@@ -248,12 +248,14 @@ func trialOnce(opts *TrialOptions, o trial.Options) (trial.Result, error) {
 	if opts.Store == nil {
 		return trial.Run(opts.Ctx, o)
 	}
-	drop, err := opts.Store.open(opts.Ctx, &o, opts.ErrOut)
+	drop, rep, err := opts.Store.open(opts.Ctx, &o, opts.ErrOut)
 	if err != nil {
 		return trial.Result{}, err
 	}
 	defer drop()
-	return trial.Run(opts.Ctx, o)
+	res, err := trial.Run(opts.Ctx, o)
+	res.Store = rep
+	return res, err
 }
 
 // trialError maps Run's errors to exit codes: 127 for a command that cannot

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lockctl/lockctl/trial"
 	"github.com/lockctl/lockctl/trial/store"
@@ -48,12 +49,14 @@ func (v *trialFlags) storeFlags(f *Factory, cmd *cobra.Command, opts *TrialOptio
 // open creates the scratch database for one run and applies the schema; it
 // sets the workers' DATABASE_URL and the judge in o, and returns the drop
 // to call after the run (with --keep it names the database on errOut
-// instead).
-func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writer) (func(), error) {
+// instead) and the database's report for the result.
+func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writer) (func(), *trial.StoreReport, error) {
 	s, err := store.Open(ctx, st.URL)
 	if err != nil {
-		return nil, storeError(err)
+		return nil, nil, storeError(err)
 	}
+	scheme, _, _ := strings.Cut(st.URL, ":")
+	rep := &trial.StoreReport{Scheme: strings.ToLower(scheme), Name: s.Name(), Kept: st.Keep, History: st.History != "", Check: st.Check != ""}
 	drop := func() {
 		if st.Keep {
 			fmt.Fprintf(errOut, "lockctl: kept the scratch database %s\n", s.Name())
@@ -66,7 +69,7 @@ func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writ
 	if st.Schema != "" {
 		if err := s.ApplySchema(ctx, st.Schema); err != nil {
 			drop()
-			return nil, storeError(fmt.Errorf("schema %w", err))
+			return nil, nil, storeError(fmt.Errorf("schema %w", err))
 		}
 	}
 	o.DatabaseURL = s.URL()
@@ -81,7 +84,7 @@ func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writ
 		}
 		return out, nil
 	}
-	return drop, nil
+	return drop, rep, nil
 }
 
 // storeError is exit 2 for what the user gave (a scheme, a schema, a

@@ -96,6 +96,17 @@ type WorkerReport struct {
 	LastErrs []string `json:"stderr_tail,omitempty"`
 }
 
+// StoreReport is the scratch database of a run: its scheme (postgres,
+// mysql, sqlite), its name (the SQLite file's path), whether it was kept
+// (--keep), and which queries judged it.
+type StoreReport struct {
+	Scheme  string `json:"scheme"`
+	Name    string `json:"name"`
+	Kept    bool   `json:"kept"`
+	History bool   `json:"history"`
+	Check   bool   `json:"check"`
+}
+
 // RunSummary is one run of a --runs series.
 type RunSummary struct {
 	Seed       uint64 `json:"seed"`
@@ -123,6 +134,8 @@ type Result struct {
 	// Lanes are each worker's states over time, in simulate's shape (ms
 	// since the start), for the swimlane renderer.
 	Lanes []simulate.Lane `json:"lanes"`
+	// Store names the scratch database the run was judged in (--store).
+	Store *StoreReport `json:"store,omitempty"`
 	// Interrupted says Ctrl-C ended the trial early: a partial verdict.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Runs and CounterexampleSeed are set by a --runs series.

@@ -117,7 +117,7 @@ func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
 	fl.BoolVar(&v.yes, "yes", false, "allow writing to the --redis server (the workers and the nemesis write to it)")
 	fl.StringVar(&v.store, "store", "", "scratch database for the workers: postgres://..., mysql://... or sqlite:PATH (DATABASE_URL)")
 	fl.StringVar(&v.schema, "schema", "", "SQL file run on the scratch database before the workers start")
-	fl.StringVar(&v.history, "history", "", "SQL returning the committed writes in commit order, columns fence and key")
+	fl.StringVar(&v.history, "history", "", "SQL returning the committed writes in commit order: columns fence and key (nullable), optionally resource")
 	fl.StringVar(&v.check, "check", "", "SQL returning the rows that break your invariant")
 	fl.BoolVar(&v.keep, "keep", false, "keep the scratch database and print its name")
 	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{trial.VerdictSafe, trial.VerdictUnsafe}, cobra.ShellCompDirectiveNoFileComp))

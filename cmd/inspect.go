@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -444,6 +445,19 @@ type jsonlSummary struct {
 	Summary inspect.Summary `json:"summary"`
 }
 
+// writeJSONL prints `-o jsonl`: one JSON object per lock (a Lock, or a
+// QuorumLock over Redlock nodes), then the summary line.
+func writeJSONL[L any](w io.Writer, locks []L, sum inspect.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, l := range locks {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(jsonlSummary{sum})
+}
+
 // failOn returns checkFailed when a lock's worst finding reaches level.
 func failOn(level string, bySeverity map[string]int) error {
 	if level == "" {
@@ -461,14 +475,7 @@ func failOn(level string, bySeverity map[string]int) error {
 func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
 	var err error
 	if opts.Format == formatJSONL {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetEscapeHTML(false)
-		for _, l := range rep.Locks {
-			if err = enc.Encode(l); err != nil {
-				return err
-			}
-		}
-		err = enc.Encode(jsonlSummary{rep.Summary})
+		err = writeJSONL(opts.IO.Out, rep.Locks, rep.Summary)
 	} else {
 		err = opts.Printer.Print(rep, func(t *TableView) { inspectTable(t, rep, summary) })
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,14 +73,7 @@ func allFailed(errs []error) bool {
 func printQuorumReport(opts *InspectOptions, rep inspect.QuorumReport, summary bool) error {
 	var err error
 	if opts.Format == formatJSONL {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetEscapeHTML(false)
-		for _, l := range rep.Locks {
-			if err = enc.Encode(l); err != nil {
-				return err
-			}
-		}
-		err = enc.Encode(jsonlSummary{rep.Summary})
+		err = writeJSONL(opts.IO.Out, rep.Locks, rep.Summary)
 	} else {
 		err = opts.Printer.Print(rep, func(t *TableView) { quorumTable(t, rep, summary) })
 	}

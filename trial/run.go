@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -324,8 +325,10 @@ func ParseNemeses(list []string) ([]string, error) {
 		switch {
 		case n == "none" && len(list) == 1:
 			return out, nil
+		case n == "none":
+			return nil, fmt.Errorf("nemesis none cannot be combined with other faults (%s)", strings.Join(list, ","))
 		case !slices.Contains(FaultKinds, n):
-			return nil, fmt.Errorf("nemesis %q is not one of %v (or none)", n, FaultKinds)
+			return nil, fmt.Errorf("nemesis %q is not one of %s (or none)", n, strings.Join(FaultKinds, ", "))
 		case !slices.Contains(out, n):
 			out = append(out, n)
 		}

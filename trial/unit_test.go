@@ -143,3 +143,31 @@ func TestProxyStallsAndObserves(t *testing.T) {
 		t.Errorf("PING answered after %s through a 300ms stall", d)
 	}
 }
+
+// TestParseNemeses: "none" alone turns faults off; with other faults, or an
+// unknown word, the error names the value and the accepted ones.
+func TestParseNemeses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   []string
+		want []string
+		err  string
+	}{
+		{in: []string{"none"}, want: []string{}},
+		{in: []string{"pause", "kill", "pause"}, want: []string{"pause", "kill"}},
+		{in: []string{"none", "pause"}, err: "nemesis none cannot be combined with other faults (none,pause)"},
+		{in: []string{"pause", "none"}, err: "nemesis none cannot be combined with other faults (pause,none)"},
+		{in: []string{"pause", ""}, err: `nemesis "" is not one of pause, kill, partition, expire, restart (or none)`},
+	} {
+		got, err := ParseNemeses(tc.in)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("ParseNemeses(%q) = %v, %v; want error %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseNemeses(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -150,6 +150,9 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 			return nil, usageErrorf("%s %s", d.name, err)
 		}
 	}
+	if cmd.Flags().Changed("fault-duration") && o.FaultDuration > o.Duration {
+		return nil, usageErrorf("fault-duration %s must not be longer than --duration %s: a pause or partition would outlast the run", v.faultDuration, v.duration)
+	}
 	if o.Nemeses, err = trial.ParseNemeses(v.nemeses); err != nil {
 		return nil, usageErrorf("%v", err)
 	}

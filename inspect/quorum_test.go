@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // quorumReads builds the reads of one key over len(vals) nodes: "" is no
@@ -214,5 +216,26 @@ func TestReadQuorum(t *testing.T) {
 	var none *NoNodeError
 	if _, err := r.ReadQuorum(context.Background(), nodes, keys, QuorumOptions{}); !errors.As(err, &none) || none.Addr != servers[0].Addr {
 		t.Errorf("no node up: %v", err)
+	}
+}
+
+// TestReadNodesWrongPassword: a node that refuses the password reads as
+// failed (go-redis reports the AUTH refusal only as Exec's error, with no
+// error on the queued commands), not as a node where the key is free.
+func TestReadNodesWrongPassword(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t, "--requirepass", "right-pw")
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "right-pw"})
+	defer admin.Close()
+	if err := admin.Set(context.Background(), "k", "tok", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, light := range []bool{false, true} {
+		wrong := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "wrong-pw"})
+		defer wrong.Close()
+		reads := (&Reader{Light: light}).ReadNodes(context.Background(), []Node{{Addr: s.Addr, Client: wrong}}, []string{"k"})
+		if reads[0].Err == nil || !strings.Contains(reads[0].Err.Error(), "WRONGPASS") {
+			t.Errorf("light %v: read with a wrong password: err %v, locks %+v; want WRONGPASS", light, reads[0].Err, reads[0].Locks)
+		}
 	}
 }

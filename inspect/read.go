@@ -483,6 +483,11 @@ func execPipe(ctx context.Context, pipe redis.Pipeliner) error {
 	if err == nil {
 		return nil
 	}
+	// go-redis returns a refused AUTH on a new connection only here, with
+	// the queued commands left empty (no error, no reply).
+	if !errors.Is(err, redis.Nil) && !isReplyError(err) {
+		return err
+	}
 	for _, c := range cmds {
 		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) && !isReplyError(e) {
 			return e

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +53,7 @@ func redlockNodeURLs(raw string) (urls, addrs []string, err error) {
 		if h == "" || err != nil || hu.Port() == "" {
 			return nil, nil, fmt.Errorf("redis URL %q: node %d %q is not host:port; accepted: %s", shown, i+1, h, redlockForm)
 		}
-		key := strings.ToLower(net.JoinHostPort(hu.Hostname(), hu.Port()))
+		key := nodeIdentity(hu.Hostname(), hu.Port())
 		if first, dup := seen[key]; dup {
 			return nil, nil, fmt.Errorf("redis URL %q: node %s is named twice (nodes %d and %d); each Redlock node must be a different server", shown, h, first, i+1)
 		}
@@ -67,6 +69,20 @@ func redlockNodeURLs(raw string) (urls, addrs []string, err error) {
 		urls = append(urls, nu.String())
 	}
 	return urls, addrs, nil
+}
+
+// nodeIdentity is the form two spellings of one node share, so that it is
+// not counted twice: the host in lower case without a trailing dot (an IP
+// address in its canonical form) and the port as a number ("06379" is 6379).
+func nodeIdentity(host, port string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().WithZone("").String()
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		port = strconv.Itoa(n)
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // RedlockConn is a connection to every node of a Redlock deployment.

@@ -281,7 +281,10 @@ func (d *detection) redissonPermits(ms []zmember) bool {
 	if _, cv, ok := d.companion(RolePermits); ok && cv.Type == "string" {
 		if n, isInt := incrInt(cv.Bytes); isInt {
 			conf = Certain
-			d.lock.Permits = ptr(n + d.v.Size)
+			// A negative or near-int64 counter is no size: unknown, not wrapped.
+			if n >= 0 && n <= math.MaxInt64-d.v.Size {
+				d.lock.Permits = ptr(n + d.v.Size)
+			}
 		}
 	}
 	d.setLayout("redisson-permit-semaphore", conf)

@@ -326,3 +326,21 @@ func TestWatchOverAdmitted(t *testing.T) {
 		t.Errorf("events\n%s\nwant\n%s", strings.Join(got, "|"), want)
 	}
 }
+
+// TestRedissonPermitsCounterOverflow: a counter near the int64 limit, or
+// below zero, gives no semaphore size rather than a wrapped negative one.
+func TestRedissonPermitsCounterOverflow(t *testing.T) {
+	c := client(t)
+	for _, counter := range []string{"9223372036854775807", "-5"} {
+		name := strings.ReplaceAll(t.Name(), "/", "_") + counter
+		timeout := "{" + name + "}:timeout"
+		must(t, c.Set(ctx, name, counter, 0).Err())
+		id := make([]byte, 16)
+		_, _ = rand.Read(id)
+		must(t, c.ZAdd(ctx, timeout, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: id}).Err())
+		l := readOne(t, c, timeout, inspect.Options{Permits: 1})
+		if l.Layout.Name != "redisson-permit-semaphore" || l.Permits != nil || inUse(l) != 1 {
+			t.Errorf("counter %s: layout %+v permits %v in use %d", counter, l.Layout, l.Permits, inUse(l))
+		}
+	}
+}

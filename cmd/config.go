@@ -507,13 +507,19 @@ func (f *Factory) templateFault(keyTemplate string, cluster bool) (key, flag str
 }
 
 // keysFor builds the lock and fence keys of one business value (what names
-// it in errors: `value "a}b"` or `--key "k"`). On a cluster it refuses, exit
+// it in errors: `value "a}b"` or `--key "k"`). It refuses, exit 2, a fence
+// key equal to the lock key (a fixed --fence-template). On a cluster it refuses, exit
 // 2, keys on two hash slots: a '{' or '}' in the value can move the hash tag
 // of the default templates (lockcore.KeySpec.Keys), and the acquire script
 // would then fail with CROSSSLOT. Every command that builds keys from a value
 // goes through here.
 func keysFor(ks *lockcore.KeySpec, value, what string, cluster bool) (lockcore.Keys, error) {
 	k := ks.Keys(value)
+	// NewKeySpec checks the templates on a probe value; a fixed fence key can
+	// still be this lock's own key.
+	if k.Lock == k.Fence {
+		return k, usageErrorf("%s: the fence counter would be the lock key itself (%q), so the acquire would INCR the lock and the release delete the counter; give --fence-template a key of its own, e.g. \"{key}:fence\"", what, k.Lock)
+	}
 	if cluster {
 		if err := k.SameSlot(); err != nil {
 			return k, usageErrorf("%s cannot be locked in a Redis Cluster: %v (a { or } in it changes the part of the key Redis hashes)", what, err)

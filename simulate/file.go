@@ -98,10 +98,13 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 	case "additionalProperties":
 		fe.Msg = "unknown field; accepted: " + strings.Join(fileSchema.Properties(p.Path[:len(p.Path)-1]), ", ")
 	case "minItems":
-		fe.Msg = "needs at least one event"
+		fe.Msg = "needs at least one " + itemNoun(p.Path)
 	case "maxItems":
 		n, _ := p.Value.([]any)
-		fe.Msg = fmt.Sprintf("has %d events; at most %v (a longer run needs more memory than a scenario is worth)", len(n), p.Params["max_items"])
+		fe.Msg = fmt.Sprintf("has %d %ss; at most %v", len(n), itemNoun(p.Path), p.Params["max_items"])
+		if itemNoun(p.Path) == "event" {
+			fe.Msg += " (a longer run needs more memory than a scenario is worth)"
+		}
 	case "required":
 		fe.Msg = "missing " + strings.Join(p.Names, ", ")
 	case "enum":
@@ -150,6 +153,15 @@ func fileError(doc *yamlschema.Document, p yamlschema.Problem) *FileError {
 
 // isDurationField tells whether the schema makes the value at path a
 // duration ($defs/duration).
+// itemNoun names what a list field holds: a node of an event's nodes: list,
+// else an event (the scenario's events: list).
+func itemNoun(path yamlschema.Path) string {
+	if len(path) > 0 && path[len(path)-1] == "nodes" {
+		return "node"
+	}
+	return "event"
+}
+
 func isDurationField(path yamlschema.Path) bool { return fileSchema.Def(path) == "duration" }
 
 // decode builds the Scenario from a schema-valid document, checking what

@@ -25,6 +25,8 @@ func TestParseFileErrors(t *testing.T) {
 		{"name: [\n", "line 1: not valid YAML"},
 		{"name: x\npolicy: {lease: 30s}\n", "line 1: missing events"},
 		{"name: x\npolicy: {lease: 30s}\nevents: []\n", "line 3: events: needs at least one event"},
+		{"name: x\nnodes: 3\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, do: crash, nodes: []}\n", "line 5: events[0].nodes: needs at least one node"},
+		{"name: x\nnodes: 3\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, do: crash, nodes: [1, 2, 3, 1, 2, 3, 1, 2, 3, 1]}\n", "line 5: events[0].nodes: has 10 nodes; at most 9"},
 		{"name: x\npolicy: {lease: 30s}\nevents:\n  - {at: 0s, actor: A, do: acquire}\nfoo: 1\n", "line 5: foo: unknown field; accepted: check, checkpoints, description, events"},
 		{head + "  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: sleep}\n", `line 5: events[1].do: "sleep" is not one of acquire, renew`},
 		{head + "  - {at: 0s, actor: A, do: acquire}\n  - {at: 1s, actor: A, do: pause, for: 37}\n", `line 5: events[1].for: "37" has no unit; did you mean 37s?`},

@@ -184,8 +184,9 @@ func (f *Factory) Redlock(ctx context.Context) (*RedlockConn, error) {
 	return conn, nil
 }
 
-// pingAll PINGs every node at once within the timeout; it fails (exit 3,
-// naming the first node's error) only when no node answers.
+// pingAll PINGs every node at once within the timeout; it fails only when
+// no node answers: exit 2 when a node refused the database number, else
+// exit 3 naming the first node's error.
 func (c *RedlockConn) pingAll(ctx context.Context) error {
 	errs := make([]error, len(c.clients))
 	var wg sync.WaitGroup
@@ -205,6 +206,11 @@ func (c *RedlockConn) pingAll(ctx context.Context) error {
 	for _, err := range errs {
 		if err == nil {
 			return nil
+		}
+	}
+	for i, err := range errs {
+		if strings.Contains(err.Error(), "DB index is out of range") { // SELECT: the setting, not the servers
+			return usageErrorf("redis %s: node %s: database %d is out of range on this server (its databases setting, 16 by default, numbers them from 0)", c.URL, c.Nodes[i].Addr, c.clients[i].Options().DB)
 		}
 	}
 	return redisError(c.URL, fmt.Errorf("no node answered; node %s: %s", c.Nodes[0].Addr, c.errText(errs[0])))

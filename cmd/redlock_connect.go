@@ -205,7 +205,7 @@ func (c *RedlockConn) pingAll(ctx context.Context) error {
 	}
 	for _, err := range errs {
 		if err == nil {
-			return nil
+			return c.sameServer(ctx, errs)
 		}
 	}
 	for i, err := range errs {
@@ -214,6 +214,52 @@ func (c *RedlockConn) pingAll(ctx context.Context) error {
 		}
 	}
 	return redisError(c.URL, fmt.Errorf("no node answered; node %s: %s", c.Nodes[0].Addr, c.errText(errs[0])))
+}
+
+// sameServer reads INFO server's run_id on every node that answered the
+// PING (pingErrs nil) and refuses, exit 2, two nodes with one run_id: one
+// server under two names (localhost and 127.0.0.1, two ports of one
+// redis-server) makes a false majority. A node whose INFO fails (an ACL
+// without it) is not compared.
+func (c *RedlockConn) sameServer(ctx context.Context, pingErrs []error) error {
+	ids := make([]string, len(c.clients))
+	var wg sync.WaitGroup
+	for i, cl := range c.clients {
+		if pingErrs[i] != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ictx, cancel := context.WithTimeout(ctx, c.Timeout)
+			defer cancel()
+			if info, err := cl.Info(ictx, "server").Result(); err == nil {
+				ids[i] = infoField(info, "run_id")
+			}
+		}()
+	}
+	wg.Wait()
+	first := map[string]int{}
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		if j, dup := first[id]; dup {
+			return usageErrorf("redis %s: nodes %d (%s) and %d (%s) are one server (run_id %s); each Redlock node must be a different server", c.URL, j+1, c.Nodes[j].Addr, i+1, c.Nodes[i].Addr, id)
+		}
+		first[id] = i
+	}
+	return nil
+}
+
+// infoField returns the value of name in an INFO reply ("name:value" lines), or "".
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // addRedlockLeaseFlag adds --lease to inspect or watch: the lease a Redlock

@@ -23,8 +23,14 @@ type trialStore struct {
 }
 
 // storeFlags reads --schema and checks the database flags (exit 2 on bad
-// input): each needs --store.
+// input): none given empty, each needs --store.
 func (v *trialFlags) storeFlags(f *Factory, cmd *cobra.Command, opts *TrialOptions) error {
+	for _, name := range []string{"store", "schema", "history", "check"} {
+		// An empty --store would run the whole trial without the database asked for.
+		if fl := cmd.Flags().Lookup(name); fl.Changed && fl.Value.String() == "" {
+			return emptyFlagError(name)
+		}
+	}
 	for _, name := range []string{"schema", "history", "check", "keep"} {
 		if cmd.Flags().Changed(name) && v.store == "" {
 			return usageErrorf("--%s needs --store (the scratch database it applies to)", name)

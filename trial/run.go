@@ -223,10 +223,12 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 		res.Notes = append(res.Notes, "ended at the first violation (fail fast)")
 	}
 	if o.Judge != nil {
-		jctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		vs, err := o.Judge(jctx)
-		cancel()
-		if err != nil {
+		judgedLate := ctx.Err() != nil
+		vs, err := judgeStore(ctx, o.Judge)
+		switch {
+		case err != nil && !judgedLate && ctx.Err() != nil:
+			res.Notes = append(res.Notes, "interrupted while judging the database: its history and check were not judged")
+		case err != nil:
 			return res, err
 		}
 		for i := range vs { // judged after the run: stamped with its end
@@ -244,6 +246,26 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// judgeTimeout bounds the database's history and check queries.
+const judgeTimeout = time.Minute
+
+// judgeStore runs judge within judgeTimeout. A run already interrupted is
+// still judged (its partial verdict); an interruption during the judging
+// ends it, so Ctrl-C never waits on a slow query.
+func judgeStore(ctx context.Context, judge func(context.Context) ([]Violation, error)) ([]Violation, error) {
+	base := ctx
+	if ctx.Err() != nil {
+		base = context.WithoutCancel(ctx)
+	}
+	jctx, cancel := context.WithTimeout(base, judgeTimeout)
+	defer cancel()
+	vs, err := judge(jctx)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("%w (the history and check queries have %s)", err, judgeTimeout)
+	}
+	return vs, err
 }
 
 // result gathers the history, faults, timeline and lanes after the stop.

@@ -211,3 +211,35 @@ func TestHelpersDoNotOutliveTheirWorker(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptWhileJudging: Ctrl-C during a slow --store judge ends it at
+// once with the client history's partial verdict, not after the judge's
+// minute.
+func TestInterruptWhileJudging(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	judging := make(chan struct{})
+	judge := func(jctx context.Context) ([]Violation, error) {
+		close(judging)
+		select {
+		case <-jctx.Done():
+			return nil, jctx.Err()
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the judge was not cancelled")
+		}
+	}
+	go func() { <-judging; cancel() }()
+	start := time.Now()
+	res, err := Run(ctx, Options{Command: []string{"sleep", "0.1"}, Duration: 500 * time.Millisecond, Workers: 1,
+		Nemeses: []string{}, Seed: 1, Grace: time.Second, Env: os.Environ(), Judge: judge})
+	if !errors.Is(err, context.Canceled) || !res.Interrupted || res.Verdict != VerdictSafe {
+		t.Fatalf("err %v, interrupted %v, verdict %q: want the context's error and a partial verdict", err, res.Interrupted, res.Verdict)
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "interrupted while judging the database") }) {
+		t.Errorf("notes %q", res.Notes)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to stop", d)
+	}
+}

@@ -213,6 +213,13 @@ func trialRun(opts *TrialOptions) error {
 			return usageErrorf("--redis %s is a cluster: a trial takes one server", conn.URL)
 		}
 		o.Redis = conn.Client
+		// The proxies authenticate for the workers: the password stays out of their environment.
+		if c, ok := conn.Client.(*redis.Client); ok && c.Options().Password != "" {
+			o.UpstreamAuth = []string{"AUTH", c.Options().Password}
+			if u := c.Options().Username; u != "" {
+				o.UpstreamAuth = []string{"AUTH", u, c.Options().Password}
+			}
+		}
 	}
 	var res trial.Result
 	var summaries []trial.RunSummary

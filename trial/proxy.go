@@ -2,6 +2,9 @@ package trial
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -17,6 +20,7 @@ type proxy struct {
 	worker   int
 	ln       net.Listener
 	upstream string
+	auth     []string // sent on each upstream connection first (Options.UpstreamAuth)
 	// observe gets each command the worker sends (RESP arrays of bulk
 	// strings, or an inline command), parsed from a copy of its bytes.
 	observe func(worker int, args []string)
@@ -29,13 +33,13 @@ type proxy struct {
 }
 
 // newProxy listens on a free 127.0.0.1 port and forwards each connection to
-// upstream (host:port).
-func newProxy(worker int, upstream string, observe func(int, []string)) (*proxy, error) {
+// upstream (host:port), authenticated with auth (nil: not).
+func newProxy(worker int, upstream string, auth []string, observe func(int, []string)) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{worker: worker, ln: ln, upstream: upstream, observe: observe, conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
+	p := &proxy{worker: worker, ln: ln, upstream: upstream, auth: auth, observe: observe, conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -83,6 +87,9 @@ func (p *proxy) handle(client net.Conn) {
 		return
 	}
 	defer server.Close()
+	if err := p.authenticate(server); err != nil {
+		return
+	}
 	if !p.track(client, true) || !p.track(server, true) {
 		return
 	}
@@ -97,6 +104,39 @@ func (p *proxy) handle(client net.Conn) {
 	_ = client.Close()
 	_ = server.Close()
 	<-done
+}
+
+// authenticate sends p.auth on a new upstream connection and reads its
+// one-line reply within 5s; an error reply or none is an error.
+func (p *proxy) authenticate(server net.Conn) error {
+	if len(p.auth) == 0 {
+		return nil
+	}
+	cmd := fmt.Sprintf("*%d\r\n", len(p.auth))
+	for _, a := range p.auth {
+		cmd += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	_ = server.SetDeadline(time.Now().Add(5 * time.Second))
+	defer server.SetDeadline(time.Time{})
+	if _, err := io.WriteString(server, cmd); err != nil {
+		return err
+	}
+	// Byte by byte: nothing past the reply may be taken from the worker's stream.
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 1024 {
+		if _, err := server.Read(b); err != nil {
+			return err
+		}
+		line = append(line, b[0])
+		if b[0] == '\n' {
+			break
+		}
+	}
+	if !bytes.HasPrefix(line, []byte("+")) {
+		return errors.New("upstream AUTH refused")
+	}
+	return nil
 }
 
 // pump copies src to dst, holding each chunk while the proxy is stalled;

@@ -58,6 +58,10 @@ type Options struct {
 	Redis    redis.UniversalClient
 	Upstream string
 	RedisDB  int
+	// UpstreamAuth is the AUTH command ("AUTH", [user,] password) each
+	// proxy sends on its upstream connection first, so that workers reach a
+	// server with a password without having it; nil: none.
+	UpstreamAuth []string
 	// Env is the workers' base environment (without lockctl's secrets);
 	// Dir their working directory ("" the current one).
 	Env []string
@@ -164,7 +168,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		t.client = c
 	}
 	for i := 1; i <= o.Workers; i++ {
-		p, err := newProxy(i, upstream, t.owners.observe)
+		p, err := newProxy(i, upstream, o.UpstreamAuth, t.owners.observe)
 		if err != nil {
 			return Result{}, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/lockctl/lockctl/simulate"
+	"github.com/redis/go-redis/v9"
 )
 
 func script(t *testing.T, name string) string {
@@ -241,5 +242,23 @@ func TestInterruptWhileJudging(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s to stop", d)
+	}
+}
+
+// TestGivenRedisWithPassword: the proxies authenticate to a server with a
+// password, so workers whose REDIS_URL has none still reach it.
+func TestGivenRedisWithPassword(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--requirepass", "trial-upstream-pw")
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "trial-upstream-pw"})
+	defer c.Close()
+	o := Options{Command: []string{"sh", "-c", `redis-cli -u "$REDIS_URL" INCR hits; sleep 0.2`}, Duration: time.Second, Workers: 2,
+		Nemeses: []string{}, Seed: 1, Grace: time.Second, Env: os.Environ(), Redis: c, Upstream: srv.Addr,
+		UpstreamAuth: []string{"AUTH", "trial-upstream-pw"}}
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Get(context.Background(), "hits").Int(); err != nil || n < 2 {
+		t.Errorf("hits %d, %v: want the workers' INCRs through the proxies", n, err)
 	}
 }

@@ -105,7 +105,7 @@ func TestProxyStallsAndObserves(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	o := &owners{pattern: "lock:*", byToken: map[string]int{}}
-	p, err := newProxy(2, srv.Addr, o.observe)
+	p, err := newProxy(2, srv.Addr, nil, o.observe)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,12 @@ func redlockInspectRun(opts *InspectOptions) error {
 		if allFailed(scanErrs) {
 			return redisError(conn.URL, fmt.Errorf("no node answered the scan; node %s: %s", conn.Nodes[0].Addr, conn.errText(scanErrs[0])))
 		}
+		// A key only on a node that failed is in no row: say so, or "0 locks" looks complete.
+		for i, e := range scanErrs {
+			if e != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "lockctl: warning: node %s did not answer the scan (%s): keys only on it are not shown\n", conn.Nodes[i].Addr, conn.errText(e))
+			}
+		}
 	}
 	rep, err := reader.ReadQuorum(ctx, conn.Nodes, keys, inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
 	var none *inspect.NoNodeError

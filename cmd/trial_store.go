@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/lockctl/lockctl/trial"
@@ -39,7 +40,7 @@ func (v *trialFlags) storeFlags(f *Factory, cmd *cobra.Command, opts *TrialOptio
 	if v.store == "" {
 		return nil
 	}
-	f.secrets = append(f.secrets, urlSecrets(v.store)...)
+	f.secrets = append(f.secrets, storeSecrets(v.store)...)
 	st := &trialStore{URL: v.store, History: v.history, Check: v.check, Keep: v.keep}
 	if v.schema != "" {
 		b, err := readInputFile("schema file", v.schema, maxSchemaBytes)
@@ -50,6 +51,27 @@ func (v *trialFlags) storeFlags(f *Factory, cmd *cobra.Command, opts *TrialOptio
 	}
 	opts.Store = st
 	return nil
+}
+
+// storeSecrets are the passwords in a --store URL: user:PASSWORD@ and a
+// password= parameter. Unlike a Redis URL's (urlSecrets), a userinfo with
+// no colon is the user name, not a password: masking "postgres" would
+// blank the scheme and the database name out of every error.
+func storeSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return urlSecrets(raw)
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw, url.UserPassword("", pw).String()[1:])
+	}
+	for _, pw := range u.Query()["password"] {
+		if pw != "" {
+			out = append(out, pw, url.QueryEscape(pw))
+		}
+	}
+	return out
 }
 
 // open creates the scratch database for one run and applies the schema; it

@@ -188,7 +188,9 @@ func (w *worker) snapshot() WorkerReport {
 }
 
 // workerEnv is base plus the trial's variables (docs/trial.md,
-// "Environment"), each replacing one of the same name in base.
+// "Environment"), each replacing one of the same name in base. An
+// inherited DATABASE_URL is dropped without --store: workers under faults
+// must never write to a real database named in lockctl's environment.
 func workerEnv(base []string, id int, seed uint64, redisURL, dbURL string) []string {
 	set := map[string]string{"REDIS_URL": redisURL, "LOCKCTL_TRIAL_WORKER": strconv.Itoa(id), "LOCKCTL_TRIAL_SEED": strconv.FormatUint(seed, 10)}
 	if dbURL != "" {
@@ -197,7 +199,7 @@ func workerEnv(base []string, id int, seed uint64, redisURL, dbURL string) []str
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		name, _, _ := bytes.Cut([]byte(kv), []byte("="))
-		if _, ok := set[string(name)]; !ok {
+		if _, ok := set[string(name)]; !ok && string(name) != "DATABASE_URL" {
 			out = append(out, kv)
 		}
 	}

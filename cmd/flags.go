@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/hex"
+	"path"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,16 @@ func emptyFlags(cmd *cobra.Command, names ...string) error {
 // emptyFlagError is the one line (exit 2) for --name given as "".
 func emptyFlagError(name string) error {
 	return usageErrorf("--%s is empty; give a value, or leave the flag out", name)
+}
+
+// checkGlob refuses a malformed SCAN MATCH glob (an unclosed "[", a
+// trailing "\\"): Redis accepts one and matches nothing, so a typo would
+// read as "no locks" (exit 2 instead).
+func checkGlob(flag, glob string) error {
+	if _, err := path.Match(glob, ""); err != nil {
+		return usageErrorf("--%s %q is not a valid glob (an unclosed [ or a trailing \\); accepted: * ? [abc] [^a-z] and \\ to escape", flag, glob)
+	}
+	return nil
 }
 
 // emptyValueError is the one line (exit 2) for a VALUE given as "".

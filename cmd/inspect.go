@@ -189,6 +189,11 @@ func checkInspectArgs(opts *InspectOptions) error {
 	if opts.Pattern != "" && (len(opts.Values) > 0 || len(opts.Keys) > 0) {
 		return usageErrorf("--pattern scans the keyspace on its own; give it without a VALUE or --key (run those as another inspect)")
 	}
+	if opts.Pattern != "" {
+		if err := checkGlob("pattern", opts.Pattern); err != nil {
+			return err
+		}
+	}
 	if opts.Limit < 1 {
 		return usageErrorf("limit %d must be at least 1", opts.Limit)
 	}

@@ -159,6 +159,9 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 	if v.lockPattern == "" {
 		return nil, emptyFlagError("lock-pattern")
 	}
+	if err := checkGlob("lock-pattern", v.lockPattern); err != nil {
+		return nil, err
+	}
 	if !cmd.Flags().Changed("seed") {
 		o.Seed = uint64(time.Now().UnixNano() % 1_000_000)
 	}

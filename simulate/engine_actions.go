@@ -131,8 +131,15 @@ func (e *engine) renew(a *actor, auto bool) {
 		note = "refused: not owner (" + other + " holds it)"
 		e.act(gOwner, func() string { return "owner check refused " + a.name + "'s renewal of " + other + "'s lock" })
 	}
+	e.renewRefused(a, note, "renewal refused")
+}
+
+// renewRefused ends a refused renewal, on one node or over Redlock's: a's
+// work is cancelled (for reason) when the guards say so, and the event's
+// note says which.
+func (e *engine) renewRefused(a *actor, note, reason string) {
 	if e.g.CancelOnLoss {
-		e.cancel(a, "renewal refused")
+		e.cancel(a, reason)
 		note += "; work cancelled"
 	} else {
 		note += "; nobody cancels the work"

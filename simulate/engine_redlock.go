@@ -330,16 +330,7 @@ func (e *engine) rlRenew(a *actor, auto bool) {
 		return
 	}
 	a.renewing = false
-	note := fmt.Sprintf("refused: extended on %d of %d nodes, quorum %d", bits.OnesCount16(ok), len(e.nodes), q)
-	if e.g.CancelOnLoss {
-		e.cancel(a, "renewal refused by a majority")
-		note += "; work cancelled"
-	} else {
-		note += "; nobody cancels the work"
-	}
-	if e.record {
-		e.event(a.name, "renew", false, 0, note)
-	}
+	e.renewRefused(a, fmt.Sprintf("refused: extended on %d of %d nodes, quorum %d", bits.OnesCount16(ok), len(e.nodes), q), "renewal refused by a majority")
 }
 
 // rlRelease deletes a's key on every node it reaches (owner-checked or a

@@ -100,6 +100,10 @@ func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writ
 			return nil, nil, storeError(fmt.Errorf("schema %w", err))
 		}
 	}
+	if err := s.CheckQueries(ctx, st.History, st.Check); err != nil {
+		drop()
+		return nil, nil, storeError(err)
+	}
 	o.DatabaseURL = s.URL()
 	o.Judge = func(ctx context.Context) ([]trial.Violation, error) {
 		vs, err := s.Judge(ctx, st.History, st.Check)

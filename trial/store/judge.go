@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -48,29 +50,55 @@ type Violation struct {
 //     before is DUPLICATE_EFFECT, once per key;
 //   - every row checkSQL returns is INVARIANT_VIOLATED, one violation for all.
 //
-// Errors wrap ErrInput when a query is refused by the server, the history has
-// other columns (the message names the expected ones) or a fence is not an
+// Both run in one read-only transaction that is rolled back: judging reads
+// the evidence and never changes it.
+//
+// Errors wrap ErrInput when a query does not start with SELECT, WITH, VALUES
+// or TABLE, tries to write, is refused by the server, the history has other
+// columns (the message names the expected ones) or a fence is not an
 // integer.
 func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Violation, error) {
 	var out []Violation
-	if strings.TrimSpace(historySQL) != "" {
-		v, err := s.judgeHistory(ctx, historySQL)
-		if err != nil {
-			return nil, err
+	err := s.readOnly(ctx, func(q querier) error {
+		if strings.TrimSpace(historySQL) != "" {
+			v, err := s.judgeHistory(ctx, q, historySQL)
+			if err != nil {
+				return err
+			}
+			out = append(out, v...)
 		}
-		out = append(out, v...)
-	}
-	if strings.TrimSpace(checkSQL) != "" {
-		cols, rows, total, err := s.query(ctx, "check", checkSQL, maxCheckRows)
-		if err != nil {
-			return nil, err
+		if strings.TrimSpace(checkSQL) != "" {
+			cols, rows, total, err := s.query(ctx, q, "check", checkSQL, maxCheckRows)
+			if err != nil {
+				return err
+			}
+			if total > 0 {
+				out = append(out, Violation{Code: InvariantViolated, Rows: textRows(rows),
+					Detail: fmt.Sprintf("the check query returned %d row%s (%s)", total, plural(total), strings.Join(cols, ", "))})
+			}
 		}
-		if total > 0 {
-			out = append(out, Violation{Code: InvariantViolated, Rows: textRows(rows),
-				Detail: fmt.Sprintf("the check query returned %d row%s (%s)", total, plural(total), strings.Join(cols, ", "))})
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// CheckQueries judges the scratch database once before the workers start,
+// so that bad SQL or a history with the wrong columns is refused at once
+// rather than after the whole trial. It returns Judge's errors, and one
+// wrapping ErrInput when a query already shows a violation: the schema
+// alone breaks the invariant, so no run could be judged safe.
+func (s *Scratch) CheckQueries(ctx context.Context, historySQL, checkSQL string) error {
+	vs, err := s.Judge(ctx, historySQL, checkSQL)
+	if err != nil {
+		return err
+	}
+	if len(vs) > 0 {
+		return inputErrorf("before any worker ran, %s: %s; the schema alone shows it, so every run would be unsafe", vs[0].Code, vs[0].Detail)
+	}
+	return nil
 }
 
 // write is one history row.
@@ -82,8 +110,8 @@ type write struct {
 	text     []string
 }
 
-func (s *Scratch) judgeHistory(ctx context.Context, historySQL string) ([]Violation, error) {
-	cols, rows, _, err := s.query(ctx, "history", historySQL, math.MaxInt)
+func (s *Scratch) judgeHistory(ctx context.Context, q querier, historySQL string) ([]Violation, error) {
+	cols, rows, _, err := s.query(ctx, q, "history", historySQL, math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +204,47 @@ func duplicateKeys(writes []write) []Violation {
 	return out
 }
 
+// querier is a read-only transaction (*sql.Tx) that the user's queries run in.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readQuery is the first word of a query that only reads, in all three
+// dialects; the read-only transaction refuses writes, but not MySQL's DDL,
+// which commits implicitly and would run.
+var readQuery = regexp.MustCompile(`(?is)^[\s(]*(select|with|values|table)\b`)
+
+// readOnly runs fn in a transaction that cannot write, then rolls it back.
+// PostgreSQL and MySQL take BEGIN READ ONLY; SQLite has no such
+// transaction, so its connection is switched to PRAGMA query_only for fn.
+func (s *Scratch) readOnly(ctx context.Context, fn func(querier) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.scrub(fmt.Errorf("connect to %s: %w", s.name, err))
+	}
+	defer conn.Close()
+	if s.kind == sqliteKind {
+		if _, err := conn.ExecContext(ctx, "PRAGMA query_only = ON"); err != nil {
+			return s.scrub(fmt.Errorf("sqlite %s: %w", s.name, err))
+		}
+		// The pool keeps this connection: it must write again for the next schema.
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA query_only = OFF") }()
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.kind != sqliteKind})
+	if err != nil {
+		return s.scrub(fmt.Errorf("begin a read-only transaction in %s: %w", s.name, err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
 // query runs one of the user's queries and returns its column names, up to
 // max rows (values as the driver gives them) and the total row count.
-func (s *Scratch) query(ctx context.Context, what, q string, max int) ([]string, [][]any, int, error) {
-	rows, err := s.db.QueryContext(ctx, q)
+func (s *Scratch) query(ctx context.Context, tx querier, what, q string, max int) ([]string, [][]any, int, error) {
+	if !readQuery.MatchString(q) {
+		return nil, nil, 0, inputErrorf("the %s query must only read: start it with SELECT, WITH, VALUES or TABLE", what)
+	}
+	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return nil, nil, 0, s.queryErr(what, err)
 	}

@@ -84,12 +84,32 @@ func TestJudgeBadInput(t *testing.T) {
 				{"SELECT res AS resource FROM writes", "", "the history query returns columns (resource); expected fence and key"},
 				{`SELECT k AS fence FROM writes`, "", `history row 1: fence "k1" is not an integer`},
 				{"SELECT fence FROM nowhere", "", "the history query: "},
-				{"", "SELEC 1", "the check query: "},
+				{"", "SELEC 1", "the check query must only read"},
+				{"", "SELECT 1 FROM nowhere", "the check query: "},
+				{"DELETE FROM writes RETURNING fence", "", "the history query must only read: start it with SELECT, WITH, VALUES or TABLE"},
+				{"DROP TABLE writes", "", "the history query must only read"},
+				// A write behind a leading WITH: the read-only transaction refuses it
+				// (MariaDB refuses the syntax).
+				{"WITH x AS (SELECT 1) DELETE FROM writes RETURNING fence", "", "the history query: "},
+				{"", "WITH x AS (SELECT 1) DELETE FROM balance RETURNING amount", "the check query: "},
 			} {
 				_, err := s.Judge(ctx, tc.history, tc.check)
 				if err == nil || !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("Judge(%q, %q) = %v, want ErrInput with %q", tc.history, tc.check, err, tc.want)
 				}
+			}
+			// Judging changed nothing: every write and balance row is still there.
+			got, err := s.Judge(ctx, "", "SELECT n FROM (SELECT (SELECT count(*) FROM writes) + (SELECT count(*) FROM balance) AS n) c WHERE n <> 7")
+			if err != nil || len(got) != 0 {
+				t.Errorf("after the refused writes: %s (err %v), want the 7 rows of the schema", show(got), err)
+			}
+			// Before the workers: the schema's own stale write is refused as input.
+			err = s.CheckQueries(ctx, `SELECT fence FROM writes ORDER BY id`, "")
+			if !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), "before any worker ran, STALE_WRITE_ACCEPTED: write 2 has fence 3") {
+				t.Errorf("CheckQueries on a stale history = %v, want ErrInput naming the stale write", err)
+			}
+			if err := s.CheckQueries(ctx, `SELECT fence FROM writes WHERE id = 1`, `SELECT 1 FROM balance WHERE 1 = 0`); err != nil {
+				t.Errorf("CheckQueries on a clean history = %v, want nil", err)
 			}
 		})
 	}

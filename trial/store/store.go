@@ -140,12 +140,21 @@ func newName() string {
 func (s *Scratch) scrub(err error) error { return scrubErr(err, s.password) }
 
 // scrubErr also puts the message on one line (pgx lists one dial error per
-// address on lines of their own).
+// address on lines of their own), each line once: with sslmode=prefer pgx
+// tries every address twice, with TLS and without, and says so twice.
 func scrubErr(err error, password string) error {
 	if err == nil {
 		return nil
 	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	var lines []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" && !seen[l] {
+			seen[l] = true
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, " ")
 	if password != "" {
 		msg = strings.ReplaceAll(msg, password, "xxxxx")
 	}

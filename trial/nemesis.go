@@ -136,7 +136,7 @@ func (t *trial) inject(ctx context.Context, p planned) {
 	case FaultRestart:
 		f.Note = "redis-server restarted empty"
 		start = time.Now()
-		if err := t.scratch.restart(ctx); err != nil {
+		if err := t.scratch.Restart(ctx, restartWait); err != nil {
 			f.Note = fmt.Sprintf("restart failed: %v", err)
 		}
 	}

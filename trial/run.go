@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -115,7 +116,7 @@ type trial struct {
 	opts    Options
 	start   time.Time
 	client  redis.UniversalClient
-	scratch *scratchRedis
+	scratch *redisproc.Server
 	proxies []*proxy
 	workers []*worker
 	owners  *owners
@@ -161,9 +162,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		defer s.stop()
-		t.scratch, upstream = s, s.addr
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		defer s.Stop()
+		t.scratch, upstream = s, s.Addr
+		c := redis.NewClient(&redis.Options{Addr: s.Addr})
 		defer c.Close()
 		t.client = c
 	}
@@ -313,7 +314,7 @@ func (t *trial) result(end time.Duration) Result {
 
 func (t *trial) upstreamName() string {
 	if t.scratch != nil {
-		return t.scratch.addr
+		return t.scratch.Addr
 	}
 	return t.opts.Upstream
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockctl/lockctl/internal/redisproc"
 )
 
 // Cluster is a running Redis Cluster of primaries only (no replicas).
@@ -73,7 +75,7 @@ func LaunchCluster(n int) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	for range n {
-		bus, err := freePort()
+		bus, err := redisproc.FreePort()
 		if err != nil {
 			c.Stop()
 			return nil, err

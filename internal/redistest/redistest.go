@@ -4,31 +4,20 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockctl/lockctl/internal/redisproc"
 )
 
-// Server is one running redis-server.
+// Server is one running redis-server (Addr, Port, Dir, Stop: see redisproc).
 type Server struct {
-	// Addr is host:port on 127.0.0.1.
-	Addr string
-	// Port is the TCP port.
-	Port int
-	// Dir is the server's working directory (removed on Stop).
-	Dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	// args are the server's arguments, for Restart.
-	args []string
+	*redisproc.Server
 }
 
 // URL returns redis://127.0.0.1:<port>/0.
@@ -42,132 +31,46 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 	return c
 }
 
-// Binary returns the path of redis-server or an error saying how to install it.
-func Binary() (string, error) {
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", fmt.Errorf("redis-server not found on PATH: the tests need a real Redis; install Debian's package (apt-get install redis-server)")
-	}
-	return p, nil
-}
-
 // Launch starts a redis-server with no persistence on a free loopback port,
 // plus extra arguments ("--requirepass", "x", ...), and waits until it
-// answers PING. The caller must Stop it.
+// accepts connections. The caller must Stop it.
 func Launch(extra ...string) (*Server, error) {
 	return launch(func(port int, dir string) []string {
-		return append(baseArgs(port, dir), extra...)
+		return append(redisproc.BaseArgs(port, dir), extra...)
 	})
 }
 
-// baseArgs are the arguments of every test server: loopback only, no
-// persistence, a log file in dir.
-func baseArgs(port int, dir string) []string {
-	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}
-}
-
 // launch starts redis-server with the arguments args builds for a free port
-// and a fresh directory, retrying on another port when the start fails (the
-// port may have been taken between the probe and the bind). The server
-// accepts TCP connections on 127.0.0.1:port when it returns.
+// and a fresh directory; a missing binary gets an error saying how to
+// install it.
 func launch(args func(port int, dir string) []string) (*Server, error) {
-	bin, err := Binary()
+	s, err := redisproc.Launch(context.Background(), redisproc.Options{Args: args})
+	if errors.Is(err, redisproc.ErrNotFound) {
+		return nil, fmt.Errorf("%w: the tests need a real Redis; install Debian's package (apt-get install redis-server)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for range 5 {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		dir, err := os.MkdirTemp("", "lockctl-redis-")
-		if err != nil {
-			return nil, err
-		}
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, args: args(port, dir)}
-		if err := s.start(bin); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-		if lastErr = s.waitReady(); lastErr == nil {
-			return s, nil
-		}
-		s.Stop()
-	}
-	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
-}
-
-func (s *Server) start(bin string) error {
-	s.cmd = exec.Command(bin, s.args...)
-	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	return nil
+	return &Server{s}, nil
 }
 
 // Restart stops the server with SHUTDOWN NOSAVE and starts it again on the
 // same port and arguments, empty: a cache-mode Redis (no persistence) that
 // restarted. Clients reconnect on their next command. It fails tb when the
-// server does not stop in 10s or does not come back.
+// server does not come back.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-	// The server closes the connection instead of replying.
-	_ = c.Do(context.Background(), "SHUTDOWN", "NOSAVE").Err()
-	_ = c.Close()
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		tb.Fatalf("redis-server on %s did not stop in 10s after SHUTDOWN NOSAVE", s.Addr)
-	}
-	if err := s.start(s.cmd.Path); err != nil {
-		tb.Fatal(err)
-	}
-	if err := s.waitReady(); err != nil {
+	if err := s.Server.Restart(context.Background(), 10*time.Second); err != nil {
 		tb.Fatalf("restart on %s: %v", s.Addr, err)
 	}
 }
 
-func (s *Server) waitReady() error {
-	exited := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(exited) }()
-	s.exited = exited
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			return fmt.Errorf("redis-server exited: %s", lastLines(string(log)))
-		default:
-		}
-		conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("redis-server on %s did not accept connections in 10s", s.Addr)
-}
-
+// lastLines is the end of a command's output (at most 500 bytes), for an error.
 func lastLines(s string) string {
 	if len(s) > 500 {
 		s = s[len(s)-500:]
 	}
 	return s
-}
-
-// Stop kills the server and removes its directory. Safe to call twice.
-func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-	}
-	if s.exited != nil {
-		<-s.exited
-	}
-	os.RemoveAll(s.Dir)
 }
 
 // Start launches a dedicated server for one test and stops it when tb ends.
@@ -218,13 +121,4 @@ func Shared(tb testing.TB) *Server {
 // Key returns a key unique to the test: "t:<test name>:<suffix>".
 func Key(tb testing.TB, suffix string) string {
 	return "t:" + tb.Name() + ":" + suffix
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/redisproc"
 )
 
 // TLSServer is a redis-server that speaks only TLS.
@@ -44,7 +46,7 @@ func StartTLS(tb testing.TB, extra ...string) *TLSServer {
 		tb.Fatal(err)
 	}
 	s, err := launch(func(port int, sdir string) []string {
-		args := append(baseArgs(0, sdir), "--tls-port", strconv.Itoa(port),
+		args := append(redisproc.BaseArgs(0, sdir), "--tls-port", strconv.Itoa(port),
 			"--tls-cert-file", files["server.crt"], "--tls-key-file", files["server.key"],
 			"--tls-ca-cert-file", files["ca.crt"])
 		return append(args, extra...)

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -22,12 +21,8 @@ func redlockWatchRun(opts *WatchOptions) error {
 		return err
 	}
 	defer conn.Close()
-	ctx := opts.Ctx
-	if opts.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
-		defer cancel()
-	}
+	ctx, cancel := watchWindow(opts.Ctx, opts.Duration)
+	defer cancel()
 	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap}
 	res, err := resolveKeys(iopts, false)
 	if err != nil {

@@ -131,6 +131,17 @@ with one line on stderr, before watch gives up with exit 3; so does a
 	return cmd
 }
 
+// watchWindow is --duration's context (none when d is 0). It counts from
+// the connection and ends the loop between samples: the first sample is
+// always taken, and one in flight is finished (a short --duration is no
+// Redis timeout).
+func watchWindow(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 func watchRun(opts *WatchOptions) error {
 	if opts.Redlock != nil {
 		return redlockWatchRun(opts)
@@ -140,15 +151,8 @@ func watchRun(opts *WatchOptions) error {
 		return err
 	}
 	defer conn.Close()
-	// --duration counts from the connection and ends the loop between
-	// samples: the first sample is always taken, and one in flight is
-	// finished (a short --duration is no Redis timeout).
-	ctx := opts.Ctx
-	if opts.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
-		defer cancel()
-	}
+	ctx, cancel := watchWindow(opts.Ctx, opts.Duration)
+	defer cancel()
 	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap, Permits: opts.Permits}
 	res, err := resolveKeys(iopts, conn.Cluster)
 	if err != nil {

@@ -298,3 +298,34 @@ func (p *stallProxy) pipe(dst, src net.Conn) {
 		}
 	}
 }
+
+// A lockctl killed between its child's start and the watch line (stopped
+// there by the test hook, then SIGKILLed) never names the child's group:
+// its watchdog found the group in /proc while lockctl lived, since once
+// lockctl is gone the child has another parent and nothing ties it to
+// lockctl. Before, the group ran on without the lock.
+func TestRunKilledAfterFork(t *testing.T) {
+	srv := redistest.Start(t)
+	for round := range 3 {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		p := startProc(t, srv.URL(), exec.Command("env", "LOCKCTL_TEST_STOP_AFTER_FORK=1", "lockctl", "run", "--key", fmt.Sprintf("lock:killed-after-fork:%d", round),
+			"--budget", "30s", "--", "sh", "-c", `sleep 60 & echo $! > "$1"; wait`, "sh", pidFile))
+		grandchild := readPID(t, pidFile)
+		for deadline := time.Now().Add(2 * time.Second); processState(p.Process.Pid) != 'T'; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: lockctl is not stopped at the hook", round)
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // frozen a while, then killed: an OOM kill of a stopped process
+		if err := p.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Wait()
+		for deadline := time.Now().Add(5 * time.Second); alive(grandchild); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(grandchild, syscall.SIGKILL)
+				t.Fatalf("round %d: what the command started ran on after lockctl was killed before naming its group", round)
+			}
+		}
+	}
+}

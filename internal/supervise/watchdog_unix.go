@@ -41,8 +41,10 @@ import (
 //
 // lockctl writes an until line after each confirmed acquire and renewal,
 // the acquire's before it starts the child, and the watch line after: a
-// lockctl frozen in between leaves the watchdog a deadline but no group,
-// and then it finds the child itself (findChildGroups; Linux only).
+// lockctl frozen or killed in between leaves the watchdog a deadline but
+// no group, so until the watch line comes the watchdog looks for the child
+// itself every 2ms (findChildGroups; Linux only). Only a lockctl killed
+// within those first milliseconds after the fork can leave it unfound.
 // Once the watchdog has sent its SIGTERM it goes on to the SIGKILL: a
 // later until line can only bring that earlier.
 type watchdog struct {
@@ -208,6 +210,8 @@ func RunWatchdog(parent int) error {
 	}()
 	wd := watchdogState{parent: parent}
 	term, kill := stoppedTimer(), stoppedTimer()
+	seek := time.NewTicker(seekEvery)
+	defer seek.Stop()
 	for {
 		select {
 		case line, ok := <-lines:
@@ -216,6 +220,8 @@ func RunWatchdog(parent int) error {
 				return nil
 			}
 			wd.read(line, term, kill)
+		case <-wd.seeking(seek):
+			wd.seek()
 		case <-term.C:
 			wd.final = true
 			wd.signal(syscall.SIGTERM)
@@ -276,6 +282,28 @@ func (s *watchdogState) read(line string, term, kill *time.Timer) {
 func (s *watchdogState) setKill(at int64, kill *time.Timer) {
 	s.kill = at
 	kill.Reset(time.Duration(at - monotonicNow()))
+}
+
+// seekEvery is how often the watchdog looks for the child's group in
+// /proc between the deadline before the fork and the watch line.
+const seekEvery = 2 * time.Millisecond
+
+// seeking is seek's channel while the child may have been started but its
+// group was not named (a deadline came, no watch line), nil otherwise: a
+// SIGKILLed lockctl's child gets another parent, and /proc then no longer
+// ties it to lockctl. Only Linux has the /proc to seek in.
+func (s *watchdogState) seeking(seek *time.Ticker) <-chan time.Time {
+	if s.pgid != 0 || s.kill == 0 || runtime.GOOS != "linux" {
+		return nil
+	}
+	return seek.C
+}
+
+// seek takes the one child group findChildGroups finds as the child's.
+func (s *watchdogState) seek() {
+	if g := findChildGroups(s.parent); len(g) == 1 {
+		s.pgid = g[0]
+	}
 }
 
 // signal sends sig to the child's group. Not told one yet (lockctl frozen

@@ -105,6 +105,9 @@ const (
 	RoleDigest  = "digest"
 	// RolePermits is a semaphore's counter of available permits (semaphore.go).
 	RolePermits = "permits_counter"
+	// rolePermitTimeouts is the zset an integer key would have as Redisson's
+	// permit counter: a probe read by TYPE alone, never shown as a companion.
+	rolePermitTimeouts = "permit_timeouts"
 )
 
 type companionKey struct {
@@ -128,31 +131,45 @@ func companions(key string, v Value, opts Options) []companionKey {
 			{RoleTimeout, redissonPrefixName("redisson_lock_timeout", key)},
 		}
 	case "string":
-		s := string(v.Bytes)
-		switch {
-		case isFencedValue(s):
-			fk := opts.fenceKey(key)
-			if sib := microiSibling(key); sib != "" && sib != fk {
-				return []companionKey{{RoleFence, fk}, {RoleFence, sib}}
+		cks := stringCompanions(key, v, opts)
+		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
+			// A counter named as one needs no probe: its name already says what it is.
+			if _, role := companionOf(key, v, nil, opts); role == "" {
+				cks = append(cks, companionKey{rolePermitTimeouts, redissonSuffixName(key, "timeout")})
 			}
-			return []companionKey{{RoleFence, fk}}
-		case strings.HasPrefix(key, "lock:owner:"):
-			return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}
-		case strings.HasPrefix(key, "lock:expire:"):
-			return []companionKey{{RoleOwner, "lock:owner:" + strings.TrimPrefix(key, "lock:expire:")}}
-		case strings.HasPrefix(key, "lock:"):
-			return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
 		}
+		return cks
 	case "zset":
 		return zsetCompanions(key)
 	}
 	return nil
 }
 
+// stringCompanions are the companion keys of a string lock's layouts.
+func stringCompanions(key string, v Value, opts Options) []companionKey {
+	switch {
+	case isFencedValue(string(v.Bytes)):
+		fk := opts.fenceKey(key)
+		if sib := microiSibling(key); sib != "" && sib != fk {
+			return []companionKey{{RoleFence, fk}, {RoleFence, sib}}
+		}
+		return []companionKey{{RoleFence, fk}}
+	case strings.HasPrefix(key, "lock:owner:"):
+		return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}
+	case strings.HasPrefix(key, "lock:expire:"):
+		return []companionKey{{RoleOwner, "lock:owner:" + strings.TrimPrefix(key, "lock:expire:")}}
+	case strings.HasPrefix(key, "lock:"):
+		return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
+	}
+	return nil
+}
+
 // companionOf recognises a key that is itself a layout's companion (a fence
 // counter, a signal list, a wait queue) so a scan does not report it as a
-// broken lock: it returns the layout and the role, or "", "".
-func companionOf(key string, v Value, opts Options) (layout, role string) {
+// broken lock: it returns the layout and the role, or "", "". Most are
+// known by name; Redisson's permit counter only by its timeout zset in comp
+// (nil: by name only), see isPermitsCounter.
+func companionOf(key string, v Value, comp map[string]Value, opts Options) (layout, role string) {
 	_, isInt := parseInt(string(v.Bytes))
 	switch {
 	case v.Type == "string" && isInt && strings.HasSuffix(key, ":fence"):
@@ -169,8 +186,20 @@ func companionOf(key string, v Value, opts Options) (layout, role string) {
 		return "redisson-fair", RoleQueue
 	case v.Type == "zset" && strings.HasPrefix(key, "redisson_lock_timeout:"):
 		return "redisson-fair", RoleTimeout
+	case v.Type == "string" && isPermitsCounter(key, v, comp):
+		return "redisson-permit-semaphore", RolePermits
 	}
 	return "", ""
+}
+
+// isPermitsCounter reports the counter of available permits of a Redisson
+// RPermitExpirableSemaphore (redisson-4.7.0, RedissonPermitExpirableSemaphore.java):
+// an integer at "<name>" (SET by trySetPermits, DECRBY on acquire) beside the
+// zset suffixName(name, "timeout") of the permits taken. The zset is gone
+// once every permit is released: the counter alone is then a plain integer.
+func isPermitsCounter(key string, v Value, comp map[string]Value) bool {
+	_, isInt := incrInt(v.Bytes)
+	return isInt && !v.Truncated && comp[redissonSuffixName(key, "timeout")].Type == "zset"
 }
 
 // redissonPrefixName is Redisson's RedissonObject.prefixName: the prefix,
@@ -180,6 +209,16 @@ func redissonPrefixName(prefix, name string) string {
 		return prefix + ":" + name
 	}
 	return prefix + ":{" + name + "}"
+}
+
+// redissonSuffixName is Redisson's RedissonObject.suffixName (redisson-4.7.0,
+// RedissonObject.java): the name in a hash tag unless it already has a '{',
+// a colon and the suffix.
+func redissonSuffixName(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
 }
 
 // noFindings is shared by locks without findings: JSON shows [] not null,
@@ -210,6 +249,9 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	cks := companions(key, v, opts)
 	for _, c := range cks {
+		if c.Role == rolePermitTimeouts {
+			continue // a probe read by TYPE alone: it has no PTTL to show
+		}
 		cv := comp[c.Key]
 		t := cv.Type
 		if t == "" {
@@ -221,7 +263,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		}
 		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, KeyHex: HexIfNotUTF8(c.Key), Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
 	}
-	if name, role := companionOf(key, v, opts); role != "" {
+	if name, role := companionOf(key, v, comp, opts); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
 		l.checkOwner(nil, opts)
 		return l

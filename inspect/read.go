@@ -34,9 +34,11 @@ const (
 // past the bound); round 2 STRLEN of the strings that filled the bound, the
 // sizes and bounded values of other types (HLEN + HSCAN, LLEN + LRANGE,
 // SCARD + SSCAN, ZCARD + ZRANGE 0 MaxItems-1 and ZRANGE -1 -1), the
-// detected layouts' companion keys and, after its fence counter, a lockctl
-// value again (Value.Changed); round 3, only for a Redisson read/write lock
-// held for reading, the PTTL of each read holder's lease key.
+// detected layouts' companion keys (for an integer string, TYPE alone of
+// the zset that makes it a Redisson permit counter) and, after its fence
+// counter, a lockctl value again (Value.Changed); round 3, only for a
+// Redisson read/write lock held for reading, the PTTL of each read
+// holder's lease key.
 // It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options
@@ -217,6 +219,8 @@ type itemCmds struct{ size, items, top *redis.Cmd }
 // counter of a lockctl value, which a refused read leaves unknown (an error,
 // not "missing"); the other companions are probes for a layout, and one the
 // server refuses (an ACL scoped to the lock keys) counts as not there.
+// pttl is nil for a key read by TYPE alone (a permit counter's zset), whose
+// Value then has PTTL 0 (-2 when missing).
 type compCmds struct {
 	typ, pttl, get, lrange *redis.Cmd
 	strict                 bool
@@ -333,27 +337,38 @@ func (q *round2) decodeItems(vals []Value) error {
 }
 
 // queueCompanions queues TYPE, PTTL and a bounded read of each companion
-// key of the layouts v may be, once per key.
+// key of the layouts v may be, once per key: a key met again in another
+// role gets the reads that role adds.
 func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 	for _, c := range companions(k, v, q.r.Options) {
 		ck := c.Key
 		// The seed platform's sibling counter is a probe unless configured.
 		probe := ck == microiSibling(k) && ck != q.r.Options.fenceKey(k)
 		strict := c.Role == RoleFence && !probe && v.Type == "string"
-		if cc, ok := q.comps[ck]; ok {
-			cc.strict = cc.strict || strict
-			continue
+		cc, ok := q.comps[ck]
+		if !ok {
+			cc = &compCmds{typ: q.pipe.Do(ctx, "type", ck)}
+			q.comps[ck] = cc
+			q.compOrder = append(q.compOrder, ck)
+			q.queued++
 		}
-		cc := &compCmds{typ: q.pipe.Do(ctx, "type", ck), pttl: q.pipe.Do(ctx, "pttl", ck), strict: strict}
+		cc.strict = cc.strict || strict
+		if c.Role == rolePermitTimeouts {
+			continue // every integer key a scan meets has this probe: one read, not three
+		}
+		if cc.pttl == nil {
+			cc.pttl = q.pipe.Do(ctx, "pttl", ck)
+		}
 		switch c.Role {
 		case RoleQueue:
-			cc.lrange = q.pipe.Do(ctx, "lrange", ck, 0, q.r.maxItems()-1)
+			if cc.lrange == nil {
+				cc.lrange = q.pipe.Do(ctx, "lrange", ck, 0, q.r.maxItems()-1)
+			}
 		case RoleFence, RoleOwner, RoleExpire, RoleDigest, RolePermits:
-			cc.get = q.pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
+			if cc.get == nil {
+				cc.get = q.pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
+			}
 		}
-		q.comps[ck] = cc
-		q.compOrder = append(q.compOrder, ck)
-		q.queued += 3
 	}
 }
 
@@ -371,7 +386,9 @@ func (q *round2) decodeCompanions() (map[string]Value, error) {
 		}
 		v := Value{}
 		v.Type, _ = cc.typ.Text()
-		v.PTTL, _ = cc.pttl.Int64()
+		if cc.pttl != nil {
+			v.PTTL, _ = cc.pttl.Int64()
+		}
 		if v.Type == "none" {
 			v.PTTL = -2
 		}

@@ -345,11 +345,7 @@ func (d *detection) redissonRWHolders(mode string, fields [][2]string) {
 // + ":rwlock_timeout:" + n, PEXPIREd with the lease and renewed by the
 // watchdog (renewal/ReadLockTask.java); the newest hold is the hold count.
 func rwHoldKey(name, field string, n int64) string {
-	base := "{" + name + "}:" + field
-	if strings.Contains(name, "{") {
-		base = name + ":" + field
-	}
-	return base + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
+	return redissonSuffixName(name, field) + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
 }
 
 // readHoldLeases reads, in one more pipelined round trip, the PTTL of each

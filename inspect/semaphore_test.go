@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -342,5 +344,147 @@ func TestRedissonPermitsCounterOverflow(t *testing.T) {
 		if l.Layout.Name != "redisson-permit-semaphore" || l.Permits != nil || inUse(l) != 1 {
 			t.Errorf("counter %s: layout %+v permits %v in use %d", counter, l.Layout, l.Permits, inUse(l))
 		}
+	}
+}
+
+// redissonTrySetPermits and redissonAcquire replay RPermitExpirableSemaphore's
+// scripts (redisson-4.7.0, RedissonPermitExpirableSemaphore.java):
+// trySetPermitsAsync SETs <name> to the permits when it is absent;
+// tryAcquireAsync DECRBYs it, ZADDs suffixName(name, "timeout") <now+lease ms,
+// or 922337203685477 without a lease> <the id's 16 bytes> and PEXPIREs the
+// zset to the counter's PTTL when it has one (none here).
+func redissonTrySetPermits(t *testing.T, c *redis.Client, name string, permits int) {
+	t.Helper()
+	must(t, c.SetNX(ctx, name, permits, 0).Err())
+}
+
+func redissonAcquire(t *testing.T, c *redis.Client, name, timeout string, lease time.Duration) {
+	t.Helper()
+	id := make([]byte, 16) // ServiceManager.generateIdArray(16)
+	_, _ = rand.Read(id)
+	score := float64(922337203685477)
+	if lease > 0 {
+		score = float64(time.Now().Add(lease).UnixMilli())
+	}
+	must(t, c.DecrBy(ctx, name, 1).Err())
+	must(t, c.ZAdd(ctx, timeout, redis.Z{Score: score, Member: id}).Err())
+}
+
+// redissonRelease replays tryReleaseAsync for the oldest permit: ZREM the
+// id, INCRBY the counter (the last ZREM deletes the zset).
+func redissonRelease(t *testing.T, c *redis.Client, name, timeout string) {
+	t.Helper()
+	ids := c.ZRange(ctx, timeout, 0, 0).Val()
+	must(t, c.ZRem(ctx, timeout, ids[0]).Err())
+	must(t, c.IncrBy(ctx, name, 1).Err())
+}
+
+// pipeHook records the size of each pipeline sent: the round trips of a read.
+type pipeHook struct{ sizes []int }
+
+func (h *pipeHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *pipeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *pipeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.sizes = append(h.sizes, len(cmds))
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedissonPermitsCounterAlone: the counter of an RPermitExpirableSemaphore
+// met on its own (--key, --pattern) is its permits_counter, known by the
+// zset at suffixName(name, "timeout"). It was judged a broken lock: NO_TTL
+// and, at 1 permit left, CONSTANT_OWNER. An integer with no such zset (a
+// plain counter, or a semaphore with no permit taken: the zset is gone) is
+// judged as before.
+func TestRedissonPermitsCounterAlone(t *testing.T) {
+	s := redistest.Shared(t)
+	c := s.Client(t)
+	n := strings.ReplaceAll(t.Name(), "/", "_")
+	sem, braced := "t:"+n+":sem", "{t:"+n+"}:braced"
+	timeouts := map[string]string{sem: "{" + sem + "}:timeout", braced: braced + ":timeout"}
+	for name, timeout := range timeouts {
+		// trySetPermits(3), acquire(30 s lease), acquire(): 1 permit left.
+		redissonTrySetPermits(t, c, name, 3)
+		redissonAcquire(t, c, name, timeout, 30*time.Second)
+		redissonAcquire(t, c, name, timeout, 0)
+	}
+	released := "t:" + n + ":released"
+	redissonTrySetPermits(t, c, released, 2)
+	redissonAcquire(t, c, released, "{"+released+"}:timeout", 30*time.Second)
+	redissonRelease(t, c, released, "{"+released+"}:timeout")
+	plain1, plain42 := "t:"+n+":plain1", "t:"+n+":plain42"
+	must(t, c.Set(ctx, plain1, "1", 0).Err())
+	must(t, c.Set(ctx, plain42, "42", 0).Err())
+	// The findings of an integer without the zset, as before this layout knew its counter.
+	plain := map[string]string{plain1: "NO_TTL:error,CONSTANT_OWNER:error", plain42: "NO_TTL:error,NOT_A_LOCK:error",
+		released: "NO_TTL:error,NOT_A_LOCK:error"}
+
+	isCounter := func(l inspect.Lock) bool {
+		return l.Layout.Name == "redisson-permit-semaphore" && l.Layout.Confidence == inspect.Certain &&
+			l.Role == inspect.RolePermits && codes(l) == "" && l.Companions == nil
+	}
+	for name := range timeouts {
+		if l := readOne(t, c, name, inspect.Options{}); !isCounter(l) {
+			t.Errorf("%s: layout %+v role %q findings %s companions %+v", name, l.Layout, l.Role, codes(l), l.Companions)
+		}
+	}
+	for k, want := range plain {
+		if l := readOne(t, c, k, inspect.Options{}); codes(l) != want || l.Role != "" || l.Layout.Name != "unknown" {
+			t.Errorf("%s: layout %+v role %q findings %s, want %s", k, l.Layout, l.Role, codes(l), want)
+		}
+	}
+
+	// A scan, as inspect --pattern reads: the counters are companions, their zsets the semaphores.
+	r := &inspect.Reader{Light: true, MaxValueBytes: inspect.ScanMaxValueBytes}
+	got := map[string]inspect.Lock{}
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape(n) + "*"}, func(l inspect.Lock) error {
+		got[l.Key] = l
+		return nil
+	}))
+	if len(got) != 7 {
+		t.Fatalf("scanned %d keys, want 7: %v", len(got), got)
+	}
+	for name, timeout := range timeouts {
+		if l := got[name]; !isCounter(l) {
+			t.Errorf("scan %s: layout %+v role %q findings %s", name, l.Layout, l.Role, codes(l))
+		}
+		if l := got[timeout]; l.Layout.Name != "redisson-permit-semaphore" || l.Permits == nil || *l.Permits != 3 || inUse(l) != 2 || codes(l) != "NO_FENCE:warning" {
+			t.Errorf("scan %s: layout %+v permits %v in use %d findings %s", timeout, l.Layout, l.Permits, inUse(l), codes(l))
+		}
+	}
+	for k, want := range plain {
+		if l := got[k]; codes(l) != want || l.Role != "" {
+			t.Errorf("scan %s: role %q findings %s, want %s", k, l.Role, codes(l), want)
+		}
+	}
+	var locks []inspect.Lock
+	for _, l := range got {
+		locks = append(locks, l)
+	}
+	if sum := inspect.NewReport(locks).Summary; sum.Locks != 5 || sum.Companions != 2 || sum.ByLayout["redisson-permit-semaphore"] != 2 {
+		t.Errorf("summary %+v", sum)
+	}
+
+	// The cost: integer keys get no third round trip, one TYPE each in the second.
+	h := &pipeHook{}
+	hc := redis.NewClient(&redis.Options{Addr: s.Addr, DisableIdentity: true}) // no CLIENT SETINFO pipeline
+	defer hc.Close()
+	hc.AddHook(h)
+	keys := []string{plain1, plain42, released}
+	_, err := r.Read(ctx, hc, keys)
+	must(t, err)
+	if len(h.sizes) != 2 || h.sizes[1] != len(keys) {
+		t.Errorf("pipelines of %v commands, want 2 (PTTL+GETRANGE each, then TYPE each)", h.sizes)
+	}
+
+	// An ACL scoped to the counters refuses the zset's TYPE: not there, judged as before.
+	user := n + "-scoped"
+	must(t, c.Do(ctx, "acl", "setuser", user, "reset", "on", ">pw", "~t:"+n+":*", "+@read", "+@connection").Err())
+	t.Cleanup(func() { c.Do(ctx, "acl", "deluser", user) })
+	sc := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+	defer sc.Close()
+	if l := readOne(t, sc, sem, inspect.Options{}); codes(l) != "NO_TTL:error,CONSTANT_OWNER:error" || l.Role != "" {
+		t.Errorf("zset refused: role %q findings %s", l.Role, codes(l))
 	}
 }

@@ -35,7 +35,7 @@ func trialTable(t *TableView, res trial.Result) {
 	if nem == "" {
 		nem = "none"
 	}
-	t.Line("redis: %s; nemesis: %s; %d client operations", res.Redis, nem, res.Ops)
+	t.Line("redis: %s; nemesis: %s; %s", res.Redis, nem, plural(res.Ops, "client operation", "client operations"))
 	t.Line("lock timeline: %s", eventCounts(res.Events))
 	t.Line("")
 	header, rows := trialRows(res)
@@ -53,7 +53,7 @@ func trialTable(t *TableView, res trial.Result) {
 		}
 	}
 	for _, w := range res.Reports {
-		line := fmt.Sprintf("w%d: %d starts, %d operations", w.Worker, w.Starts, w.Ops)
+		line := fmt.Sprintf("w%d: %s, %s", w.Worker, plural(w.Starts, "start", "starts"), plural(w.Ops, "operation", "operations"))
 		if len(w.LastErrs) > 0 {
 			line += "; stderr: " + oneLineText(w.LastErrs[len(w.LastErrs)-1])
 		}

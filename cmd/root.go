@@ -241,11 +241,13 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		Use:   "lockctl",
 		Short: "Inspect, reason about and safely use Redis locks for long tasks",
 		Long: `lockctl shows who holds a Redis lock and what is wrong with it, explains the
-budget→lease policy, simulates stale writers and other lock failures, reviews
-a long task's design, and runs a command under a renewed, fenced lock.
+budget→lease policy, simulates stale writers and other lock failures, puts
+your own worker through real faults (trial), reviews a long task's design,
+and runs a command under a renewed, fenced lock.
 
 Read-only: inspect, watch, lease, simulate (without --redis), checklist.
-Writing: run, unlock, simulate --redis (under its own key prefix).`,
+Writing: run, unlock, simulate --redis (under its own key prefix), trial
+(its scratch redis-server, or --redis with --yes).`,
 		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,

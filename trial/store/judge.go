@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Violation codes, the same as simulate's.
@@ -53,8 +54,8 @@ type Violation struct {
 // Both run in one read-only transaction that is rolled back: judging reads
 // the evidence and never changes it.
 //
-// Errors wrap ErrInput when a query does not start with SELECT, WITH, VALUES
-// or TABLE, tries to write, is refused by the server, the history has other
+// Errors wrap ErrInput when a query is not one statement starting (after
+// comments) with SELECT, WITH, VALUES or TABLE, tries to write, is refused by the server, the history has other
 // columns (the message names the expected ones) or a fence is not an
 // integer.
 func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Violation, error) {
@@ -209,10 +210,70 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// readQuery is the first word of a query that only reads, in all three
-// dialects; the read-only transaction refuses writes, but not MySQL's DDL,
-// which commits implicitly and would run.
-var readQuery = regexp.MustCompile(`(?is)^[\s(]*(select|with|values|table)\b`)
+// readWord is the first word of a query that only reads, in all three
+// dialects, once leading comments and parentheses are skipped.
+var readWord = regexp.MustCompile(`(?i)^(select|with|values|table)\b`)
+
+// checkRead refuses a query that is not one statement starting with
+// SELECT, WITH, VALUES or TABLE. The read-only transaction refuses writes,
+// but not MySQL's DDL, which commits implicitly and would run, nor what a
+// second statement does after a COMMIT of its own.
+func (s *Scratch) checkRead(what, q string) error {
+	switch sts := splitStatements(q, s.kind); len(sts) {
+	case 0:
+		return inputErrorf("the %s query has no statement, only comments", what)
+	case 1:
+	default:
+		return inputErrorf("the %s query has %d statements; give one, a SELECT", what, len(sts))
+	}
+	rest := skipLeading(q, s.kind)
+	if !readWord.MatchString(rest) {
+		word, _, _ := strings.Cut(strings.Join(strings.Fields(rest), " "), " ")
+		if r := []rune(word); len(r) > 24 {
+			word = string(r[:24]) + "..."
+		}
+		return inputErrorf("the %s query must only read: start it with SELECT, WITH, VALUES or TABLE, not %q", what, word)
+	}
+	return nil
+}
+
+// skipLeading returns q past its leading white space, parentheses and
+// comments, as the server reads them: MySQL's -- needs a space after it,
+// its # is a comment and its /*! and /*M! are code (so they stop here);
+// PostgreSQL's /* */ nest.
+func skipLeading(q string, k kind) string {
+	for {
+		q = strings.TrimLeftFunc(q, func(r rune) bool { return unicode.IsSpace(r) || r == '(' })
+		switch {
+		case strings.HasPrefix(q, "--") && (k != mysqlKind || len(q) == 2 || q[2] <= ' '),
+			strings.HasPrefix(q, "#") && k == mysqlKind:
+			_, q, _ = strings.Cut(q, "\n")
+		case strings.HasPrefix(q, "/*") && (k != mysqlKind || !strings.HasPrefix(q, "/*!") && !strings.HasPrefix(q, "/*M!")):
+			q = pastComment(q, k == postgres)
+		default:
+			return q
+		}
+	}
+}
+
+// pastComment returns what follows the block comment q starts with ("" when
+// it is not closed).
+func pastComment(q string, nested bool) string {
+	depth := 0
+	for i := 0; i+1 < len(q); i++ {
+		switch {
+		case q[i] == '/' && q[i+1] == '*' && (nested || depth == 0):
+			depth++
+			i++
+		case q[i] == '*' && q[i+1] == '/':
+			if depth--; depth == 0 {
+				return q[i+2:]
+			}
+			i++
+		}
+	}
+	return ""
+}
 
 // readOnly runs fn in a transaction that cannot write, then rolls it back.
 // PostgreSQL and MySQL take BEGIN READ ONLY; SQLite has no such
@@ -241,10 +302,14 @@ func (s *Scratch) readOnly(ctx context.Context, fn func(querier) error) error {
 // query runs one of the user's queries and returns its column names, up to
 // max rows (values as the driver gives them) and the total row count.
 func (s *Scratch) query(ctx context.Context, tx querier, what, q string, max int) ([]string, [][]any, int, error) {
-	if !readQuery.MatchString(q) {
-		return nil, nil, 0, inputErrorf("the %s query must only read: start it with SELECT, WITH, VALUES or TABLE", what)
+	if err := s.checkRead(what, q); err != nil {
+		return nil, nil, 0, err
 	}
-	rows, err := tx.QueryContext(ctx, q)
+	var args []any
+	if s.kind == postgres {
+		args = append(args, pgOneStatement)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, nil, 0, s.queryErr(what, err)
 	}

@@ -133,3 +133,68 @@ func show(vs []store.Violation) string {
 	}
 	return b.String()
 }
+
+// TestJudgeQueryForms: a query pasted with comments before its SELECT is
+// judged; one that carries a second statement is refused before it is sent,
+// and on the server too, whatever the --store URL asks of the driver
+// (MySQL's multiStatements, pgx's simple protocol).
+func TestJudgeQueryForms(t *testing.T) {
+	t.Parallel()
+	variants := append([]server{}, servers...)
+	variants = append(variants,
+		server{"postgres-simple-protocol", func(t *testing.T) string {
+			return servers[0].url(t) + "&default_query_exec_mode=simple_protocol"
+		}},
+		server{"mysql-multi-statements", func(t *testing.T) string { return servers[1].url(t) + "?multiStatements=true" }},
+	)
+	for _, srv := range variants {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, srv)
+			ctx := context.Background()
+			if err := s.ApplySchema(ctx, judgeSchema); err != nil {
+				t.Fatalf("ApplySchema: %v", err)
+			}
+			read := []string{
+				"-- the writes, in commit order\nSELECT fence FROM writes WHERE id = 1",
+				"/* one row */ SELECT fence FROM writes WHERE id = 1",
+				"\n  -- a\n  -- b\n  select fence from writes where id = 1;\n",
+			}
+			if srv.name != "sqlite" { // SQLite takes no parenthesis before a SELECT
+				read = append(read, "( /* c */ SELECT fence FROM writes WHERE id = 1)")
+			}
+			if strings.HasPrefix(srv.name, "mysql") {
+				read = append(read, "# MySQL's comment\nSELECT fence FROM writes WHERE id = 1")
+			}
+			for _, q := range read {
+				if got, err := s.Judge(ctx, q, ""); err != nil || len(got) != 0 {
+					t.Errorf("Judge(%q) = %s, %v; want no violation", q, show(got), err)
+				}
+			}
+			for _, tc := range []struct{ history, want string }{
+				{"SELECT fence FROM writes; DROP TABLE balance", "the history query has 2 statements; give one"},
+				{"SELECT fence FROM writes; DELETE FROM writes", "the history query has 2 statements; give one"},
+				{"-- only a comment", "the history query has no statement"},
+				{"-- x\nDELETE FROM writes", `start it with SELECT, WITH, VALUES or TABLE, not "DELETE"`},
+				// PostgreSQL reads x$a$ as a name, not a dollar quote: only the
+				// server can tell where its statements end.
+				{"SELECT 1 AS x$a$; COMMIT; DELETE FROM writes; SELECT 1 AS fence --$a$", "the history query"},
+			} {
+				if _, err := s.Judge(ctx, tc.history, ""); !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Judge(%q) = %v, want ErrInput with %q", tc.history, err, tc.want)
+				}
+			}
+			if strings.HasPrefix(srv.name, "mysql") {
+				// An executable comment is MySQL's code, not a comment.
+				q := "/*! DROP TABLE balance */ SELECT 1 AS fence"
+				if _, err := s.Judge(ctx, q, ""); !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), `not "/*!"`) {
+					t.Errorf("Judge(%q) = %v, want ErrInput naming /*!", q, err)
+				}
+			}
+			got, err := s.Judge(ctx, "", "SELECT n FROM (SELECT (SELECT count(*) FROM writes) + (SELECT count(*) FROM balance) AS n) c WHERE n <> 7")
+			if err != nil || len(got) != 0 {
+				t.Errorf("after the refused queries: %s (err %v), want the 7 rows of the schema", show(got), err)
+			}
+		})
+	}
+}

@@ -55,6 +55,10 @@ func openMySQL(ctx context.Context, rawURL string) (*Scratch, error) {
 	}
 	scfg := cfg.Clone()
 	scfg.DBName = name
+	// lockctl sends one statement at a time (the schema split, the judge's
+	// queries): with the URL's multiStatements=true, a judge's query could
+	// carry a DDL after its SELECT, which MySQL commits and runs.
+	scfg.MultiStatements = false
 	if s.db, err = connectMySQL(scfg); err == nil {
 		err = s.db.PingContext(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
@@ -48,6 +49,12 @@ func openPostgres(ctx context.Context, rawURL string) (*Scratch, error) {
 	}
 	return s, nil
 }
+
+// pgOneStatement, as a query's first argument, makes pgx send it with the
+// extended protocol, in which PostgreSQL takes one statement only, even when
+// the --store URL asks for default_query_exec_mode=simple_protocol: a
+// judge's query cannot COMMIT its read-only transaction and write after.
+const pgOneStatement = pgx.QueryExecModeDescribeExec
 
 // pgErrorOffset returns the 1-based character position PostgreSQL gave
 // for err within the statement, or 0.

@@ -43,8 +43,10 @@ import (
 // the acquire's before it starts the child, and the watch line after: a
 // lockctl frozen or killed in between leaves the watchdog a deadline but
 // no group, so until the watch line comes the watchdog looks for the child
-// itself every 2ms (findChildGroups; Linux only). Only a lockctl killed
-// within those first milliseconds after the fork can leave it unfound.
+// itself (findChildGroups; Linux only): every 2ms for 100ms, then every
+// 100ms. Only a lockctl killed within those first milliseconds after the
+// fork (or, once stopped 100ms before it, within 100ms after) can leave it
+// unfound.
 // Once the watchdog has sent its SIGTERM it goes on to the SIGKILL: a
 // later until line can only bring that earlier.
 type watchdog struct {
@@ -221,7 +223,7 @@ func RunWatchdog(parent int) error {
 			}
 			wd.read(line, term, kill)
 		case <-wd.seeking(seek):
-			wd.seek()
+			wd.seek(seek)
 		case <-term.C:
 			wd.final = true
 			wd.signal(syscall.SIGTERM)
@@ -240,8 +242,13 @@ type watchdogState struct {
 	// SIGKILL time only comes earlier from then on.
 	final bool
 	// late: the SIGKILL was due before the watch line came (lockctl frozen
-	// before or just after the fork); the group it names is SIGKILLed at once.
+	// before or just after the fork); the group it names, or seek finds, is
+	// SIGKILLed at once.
 	late bool
+	// seekFrom is when seeking began (CLOCK_MONOTONIC, ns), 0 before;
+	// slowed, that it looks every seekSlow since.
+	seekFrom int64
+	slowed   bool
 }
 
 // read applies one line of lockctl's to the timers; malformed lines are
@@ -285,8 +292,17 @@ func (s *watchdogState) setKill(at int64, kill *time.Timer) {
 }
 
 // seekEvery is how often the watchdog looks for the child's group in
-// /proc between the deadline before the fork and the watch line.
-const seekEvery = 2 * time.Millisecond
+// /proc between the deadline before the fork and the watch line, for
+// seekFast; then every seekSlow. One look reads every /proc/PID/stat
+// (1.5ms for 90 processes): every 2ms for longer was a core's worth of
+// CPU for as long as lockctl stayed stopped before its fork, for ever if
+// nobody resumed it, and taken from a lockctl starved of CPU. Once the
+// fork is reached, the watch line follows within microseconds.
+const (
+	seekEvery = 2 * time.Millisecond
+	seekFast  = 100 * time.Millisecond
+	seekSlow  = 100 * time.Millisecond
+)
 
 // seeking is seek's channel while the child may have been started but its
 // group was not named (a deadline came, no watch line), nil otherwise: a
@@ -299,10 +315,24 @@ func (s *watchdogState) seeking(seek *time.Ticker) <-chan time.Time {
 	return seek.C
 }
 
-// seek takes the one child group findChildGroups finds as the child's.
-func (s *watchdogState) seek() {
+// seek takes the one child group findChildGroups finds as the child's,
+// and SIGKILLs it when that was due already (late), as the watch line
+// would: a lockctl stopped again before it writes that line would leave
+// the child running past the lease. Past seekFast it slows seek down.
+func (s *watchdogState) seek(seek *time.Ticker) {
+	if s.seekFrom == 0 {
+		s.seekFrom = monotonicNow()
+	}
 	if g := findChildGroups(s.parent); len(g) == 1 {
 		s.pgid = g[0]
+		if s.late {
+			s.signal(syscall.SIGKILL)
+		}
+		return
+	}
+	if !s.slowed && monotonicNow()-s.seekFrom >= int64(seekFast) {
+		s.slowed = true
+		seek.Reset(seekSlow)
 	}
 }
 

@@ -55,9 +55,9 @@ type Violation struct {
 // the evidence and never changes it.
 //
 // Errors wrap ErrInput when a query is not one statement starting (after
-// comments) with SELECT, WITH, VALUES or TABLE, tries to write, is refused by the server, the history has other
-// columns (the message names the expected ones) or a fence is not an
-// integer.
+// comments) with SELECT, WITH, VALUES or TABLE, tries to write, is refused
+// by the server, the history has other columns (the message names the
+// expected ones) or a fence is not an integer.
 func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Violation, error) {
 	var out []Violation
 	err := s.readOnly(ctx, func(q querier) error {

@@ -76,10 +76,11 @@ func BaseArgs(port int, dir string) []string {
 
 // Launch starts redis-server with o.Args for a free port and a fresh
 // directory and waits up to 10 s (or until ctx ends) until it accepts TCP
-// connections. It tries up to 5 ports, since a probed port may be taken
-// before the server binds it. It returns ErrNotFound without the binary,
-// else the last start's error, on one line (the last line of the server's
-// log when it exited). The caller must Stop the server.
+// connections on a socket of its own (listensOn). It tries up to 5 ports,
+// since a probed port may be taken before the server binds it. It returns
+// ErrNotFound without the binary, else the last start's error, on one line
+// (the last line of the server's log when it exited). The caller must Stop
+// the server.
 func Launch(ctx context.Context, o Options) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
@@ -131,11 +132,26 @@ func (s *Server) start(ctx context.Context) error {
 		}
 		if conn, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond); err == nil {
 			_ = conn.Close()
-			return nil
+			return s.owned()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("redis-server on %s did not accept connections in %s", s.Addr, readyTimeout)
+}
+
+// owned returns nil when the server that accepted a connection on s.Port is
+// the process s started, else an error: another launch won a race for the
+// port (this process then fails its bind and exits), and Launch tries
+// another one.
+func (s *Server) owned() error {
+	ours, err := listensOn(s.cmd.Process.Pid, s.Port)
+	switch {
+	case err != nil:
+		return fmt.Errorf("who listens on %s: %w", s.Addr, err)
+	case !ours:
+		return fmt.Errorf("port %d was taken by another process before redis-server bound it", s.Port)
+	}
+	return nil
 }
 
 // Restart stops the server with SHUTDOWN NOSAVE (SIGKILL when it has not

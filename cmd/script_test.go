@@ -3,8 +3,11 @@ package cmd_test
 import (
 	"flag"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/lockctl/lockctl/cmd"
@@ -25,7 +28,29 @@ func TestMain(m *testing.M) {
 	// freeze tests, TestRunWatchdogEnds, TestCompletionSilentServer) stay
 	// serial: 8 at once starved them on a loaded machine (load 20).
 	_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	if testCommands[filepath.Base(os.Args[0])] == nil {
+		restoreSignalsForChildren()
+	}
 	os.Exit(testscript.RunMain(m, testCommands))
+}
+
+// restoreSignalsForChildren gives the processes the tests start SIGHUP,
+// SIGINT and SIGQUIT at their defaults when go test itself was started with
+// them ignored (nohup; a script's background job), which every child would
+// inherit: the tests of what lockctl does with those signals assume the
+// default and set up an ignored one themselves (TestRunKeepsIgnoredSignals).
+// A handler, unlike SIG_IGN, is reset by exec; the signals it catches are
+// dropped, so the test process still ignores them in effect.
+func restoreSignalsForChildren() {
+	var ignored []os.Signal
+	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT} {
+		if signal.Ignored(s) {
+			ignored = append(ignored, s)
+		}
+	}
+	if len(ignored) > 0 {
+		signal.Notify(make(chan os.Signal, 1), ignored...)
+	}
 }
 
 // TestScripts runs testdata/script/*.txtar against the lockctl binary.

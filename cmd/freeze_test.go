@@ -176,13 +176,13 @@ func TestRunStoppedAfterFork(t *testing.T) {
 	// lockctl's stop has reached the thread /proc/PID/stat shows: wait for it.
 	stopped := func(a *proc) {
 		var b []byte
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			b, _ = os.ReadFile(fmt.Sprintf("/proc/%d/stat", a.Process.Pid))
 			if i := strings.LastIndexByte(string(b), ')'); i >= 0 && strings.HasPrefix(string(b[i:]), ") T") {
 				return
 			}
 		}
-		t.Errorf("A's lockctl is not stopped 2s after its child's first write: %q", b)
+		t.Errorf("A's lockctl is not stopped 10s after its child's first write: %q", b)
 	}
 	cont := func(a *proc) { _ = a.Process.Signal(syscall.SIGCONT) }
 	margins := runRounds(t, 3, func(r freezeRound) (time.Duration, error) {
@@ -311,7 +311,7 @@ func TestRunKilledAfterFork(t *testing.T) {
 		p := startProc(t, srv.URL(), exec.Command("env", "LOCKCTL_TEST_STOP_AFTER_FORK=1", "lockctl", "run", "--key", fmt.Sprintf("lock:killed-after-fork:%d", round),
 			"--budget", "30s", "--", "sh", "-c", `sleep 60 & echo $! > "$1"; wait`, "sh", pidFile))
 		grandchild := readPID(t, pidFile)
-		for deadline := time.Now().Add(2 * time.Second); processState(p.Process.Pid) != 'T'; time.Sleep(time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); processState(p.Process.Pid) != 'T'; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("round %d: lockctl is not stopped at the hook", round)
 			}
@@ -321,7 +321,9 @@ func TestRunKilledAfterFork(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = p.Wait()
-		for deadline := time.Now().Add(5 * time.Second); alive(grandchild); time.Sleep(10 * time.Millisecond) {
+		// The watchdog kills it as it reads lockctl's end; 10s bounds a
+		// grandchild left running (it sleeps 60s) on a loaded machine.
+		for deadline := time.Now().Add(10 * time.Second); alive(grandchild); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				_ = syscall.Kill(grandchild, syscall.SIGKILL)
 				t.Fatalf("round %d: what the command started ran on after lockctl was killed before naming its group", round)

@@ -344,7 +344,9 @@ func (s *watchdogState) signal(sig syscall.Signal) {
 		_ = syscall.Kill(-s.pgid, sig)
 		return
 	}
-	s.late = sig == syscall.SIGKILL
+	// A SIGTERM after the SIGKILL must not clear late: a watchdog woken
+	// past both times finds both timers ready and selects them in any order.
+	s.late = s.late || sig == syscall.SIGKILL
 	for _, g := range findChildGroups(s.parent) {
 		_ = syscall.Kill(-g, sig)
 	}

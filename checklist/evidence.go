@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // Trial is what the checklist reads of one `lockctl trial -o json` result
@@ -34,14 +36,15 @@ type Trial struct {
 const noHistoryNote = "no client history"
 
 // ParseTrial reads one trial result. It returns an error when data is not
-// JSON or has no verdict of safe or unsafe (not a trial result).
+// JSON or has no verdict of safe, unsafe or inconclusive (not a trial
+// result); an inconclusive one is evidence of nothing.
 func ParseTrial(file string, data []byte) (*Trial, error) {
 	t := &Trial{File: file}
 	if err := json.Unmarshal(data, t); err != nil {
 		return nil, fmt.Errorf("evidence %s: not a `lockctl trial -o json` result: %v", file, err)
 	}
-	if t.Verdict != "safe" && t.Verdict != "unsafe" {
-		return nil, fmt.Errorf("evidence %s: not a `lockctl trial -o json` result: verdict %q, want safe or unsafe", file, t.Verdict)
+	if t.Verdict != history.VerdictSafe && t.Verdict != history.VerdictUnsafe && t.Verdict != history.VerdictInconclusive {
+		return nil, fmt.Errorf("evidence %s: not a `lockctl trial -o json` result: verdict %q, want safe, unsafe or inconclusive", file, t.Verdict)
 	}
 	return t, nil
 }
@@ -89,24 +92,17 @@ type evidenceRule struct {
 	why       string // what a pass shows
 }
 
-// Violation codes and fault kinds as `lockctl trial` reports them.
-const (
-	codeStale     = "STALE_WRITE_ACCEPTED"
-	codeInvariant = "INVARIANT_VIOLATED"
-	codeDuplicate = "DUPLICATE_EFFECT"
-)
-
 // evidenceRules: a pause is the fault only the write boundary can stop (the
 // paused holder cannot notice anything, Kleppmann 2016); a partition or an
 // early expiry leaves the holder running, so only there a stale write says
 // it was not cancelled; kills and partitions are the lost replies that make
 // a worker retry (Stripe, "Idempotent requests").
 var evidenceRules = []evidenceRule{
-	{item: "cancellation.on-lease-loss", tests: []string{"partition", "expire"}, failCodes: []string{codeStale, codeInvariant}, failOnly: true,
+	{item: "cancellation.on-lease-loss", tests: []string{"partition", "expire"}, failCodes: []string{history.CodeStaleWrite, history.CodeInvariant}, failOnly: true,
 		why: "no stale write got through: the work stopped, or the write boundary refused it"},
-	{item: "commit_check.boundary-refuses", tests: []string{"pause"}, failCodes: []string{codeStale, codeInvariant},
+	{item: "commit_check.boundary-refuses", tests: []string{"pause"}, failCodes: []string{history.CodeStaleWrite, history.CodeInvariant},
 		why: "a holder paused past its lease had its late writes refused"},
-	{item: "recovery.idempotency-key", tests: []string{"kill", "partition"}, failCodes: []string{codeDuplicate},
+	{item: "recovery.idempotency-key", tests: []string{"kill", "partition"}, failCodes: []string{history.CodeDuplicate},
 		why: "no effect was committed twice across the retries"},
 }
 
@@ -166,7 +162,7 @@ func (rule evidenceRule) answer(trials []*Trial) (Result, bool) {
 		}
 	}
 	for _, t := range trials {
-		if n := t.faults(rule.tests...); n > 0 && t.Verdict == "safe" && t.judged() {
+		if n := t.faults(rule.tests...); n > 0 && t.Verdict == history.VerdictSafe && t.judged() {
 			return Result{Status: StatusPass, Evidence: t.name(),
 				Reason: fmt.Sprintf("trial %s: %d %s fault%s in %d ms with %d workers, and %s", t.name(), n, strings.Join(rule.tests, "/"), plural(n), t.DurationMS, t.Workers, rule.why)}, true
 		}

@@ -191,7 +191,7 @@ func writeCaseFile(t *testing.T, path string, b []byte) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o600); err != nil { // a config file with a password in it warns when others may read it
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lockctl/lockctl/checklist"
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/spf13/cobra"
 )
@@ -57,7 +58,7 @@ func NewCmdChecklist(f *Factory, runF func(*ChecklistOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:         "checklist [--spec FILE|GLOB...]",
 		Annotations: outputFormats(checklistFormats),
-		Short:       "Review a long task's design: print the checklist, or evaluate a task spec (CI gate)",
+		Short:       "Review a long task's design: the checklist, or a spec as a CI gate",
 		Long: `Review one long task from its entry to its last side effect, in the order
 of the task's life: identity, lock_key, lease, cancellation, commit_check,
 recovery. Each item has a stable id, the question, why it matters, how to
@@ -76,7 +77,7 @@ With --evidence (one or more results of lockctl trial -o json), the items a
 trial observes are answered by what it observed rather than by the spec:
 commit_check.boundary-refuses (pause faults: a stale write refused),
 cancellation.on-lease-loss (partition and expire faults) and
-recovery.idempotency-key (kill and partition faults: no DUPLICATE_EFFECT):
+recovery.idempotency-key (kill and partition faults: no ` + history.CodeDuplicate + `):
 fail with the first counterexample's seed, pass with the trial that showed
 it; the report lists the items that still rest on the spec's word.
 
@@ -94,7 +95,8 @@ Redis cannot be reached. Never writes to Redis.`,
   lockctl checklist --spec tasks/order-import.yaml
   lockctl checklist --spec 'tasks/*.yaml' -o sarif > checklist.sarif
   lockctl checklist --spec 'tasks/*.yaml' -o github --fail-on warn
-  lockctl checklist --spec tasks/order-import.yaml --redis redis://localhost:6379/0 --value order-demo-001
+  lockctl checklist --spec tasks/order-import.yaml \
+    --redis redis://localhost:6379/0 --value order-demo-001
   lockctl checklist --spec tasks/order-import.yaml --evidence trial.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -374,7 +376,7 @@ func newCmdChecklistInit(f *Factory) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "init [FILE]",
-		Short: "Write a commented task spec template (default " + defaultSpecFile + "; - for stdout)",
+		Short: "Write a commented task spec (" + defaultSpecFile + "; - for stdout)",
 		Long: `Write a commented task spec to FILE (default ` + defaultSpecFile + `, "-" for
 stdout). The template passes every rule under the default policy; edit it to
 describe your task. An existing file is kept unless --force is given.`,
@@ -433,7 +435,8 @@ func newCmdChecklistSchema(f *Factory) *cobra.Command {
 		Long: `Print the JSON Schema every --spec file is validated against. Durations use
 the format "go-duration": a number with a unit (1500ms, 30s, 20m, 13h).`,
 		Example: `  lockctl checklist schema > lockctl-task.schema.json
-  # VS Code (redhat.vscode-yaml) in settings.json: "yaml.schemas": {"lockctl-task.schema.json": "tasks/*.yaml"}`,
+  # VS Code (redhat.vscode-yaml) in settings.json:
+  #   "yaml.schemas": {"lockctl-task.schema.json": "tasks/*.yaml"}`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := f.IO.Out.Write(checklist.Schema())

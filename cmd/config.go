@@ -36,6 +36,8 @@ const (
 	keyLockField     = "lock.field"
 	keyKeyTemplate   = "lock.key_template"
 	keyFenceTemplate = "lock.fence_template"
+	// keyLayouts is the path of a layouts file (docs/layouts.md, "Layouts you declare").
+	keyLayouts = "inspect.layouts"
 )
 
 // Connection kinds and TLS (docs/connecting.md). Passwords have no flag
@@ -64,6 +66,7 @@ var configDefaults = map[string]any{
 	keyLockField:     lockcore.DefaultField,
 	keyKeyTemplate:   lockcore.DefaultKeyTemplate,
 	keyFenceTemplate: "",
+	keyLayouts:       "",
 
 	keyRedisSentinel:         "",
 	keyRedisMasterName:       "",
@@ -73,6 +76,11 @@ var configDefaults = map[string]any{
 	keyRedisTLSCert:          "",
 	keyRedisTLSKey:           "",
 	keyRedisTLSInsecure:      false,
+
+	keyExporterListen:   "127.0.0.1:9477",
+	keyExporterPattern:  "lock:*",
+	keyExporterInterval: "30s",
+	keyExporterScanRate: "0",
 }
 
 // viperKey is the flag annotation that ties a flag to a configuration key;
@@ -84,17 +92,26 @@ func flagConfigKey(fs *pflag.FlagSet, flag, key string) {
 	_ = fs.SetAnnotation(flag, viperKey, []string{key})
 }
 
+// configRead is the config file one invocation read.
+type configRead struct {
+	path   string // "" for none
+	origin string // originFlag, originDir or originUser
+	data   []byte // the content viper read, for the trust check
+	keys   *fileKeys
+}
+
 // loadConfig builds the configuration for one invocation: defaults, the
 // config file (--config, else ./lockctl.yaml, else <user config dir>/lockctl/config.yaml),
 // LOCKCTL_* env (read with getenv), and the flags of cmd. It returns the
-// path of the file read ("" for none) and the line of each key the file sets.
-func loadConfig(cmd *cobra.Command, configFile string, getenv func(string) string) (*viper.Viper, string, map[string]int, error) {
+// file read (path "" for none) with the line of each key it sets.
+func loadConfig(cmd *cobra.Command, configFile string, getenv func(string) string) (*viper.Viper, configRead, error) {
+	var file configRead
 	v := viper.New()
 	for k, d := range configDefaults {
 		v.SetDefault(k, d)
 	}
 	if err := checkConfigEnv(getenv); err != nil {
-		return nil, "", nil, err
+		return nil, file, err
 	}
 	var bindErr error
 	flagged := map[string]bool{} // keys whose flag was given
@@ -113,7 +130,7 @@ func loadConfig(cmd *cobra.Command, configFile string, getenv func(string) strin
 		flagged[keys[0]] = flagged[keys[0]] || f.Changed
 	})
 	if bindErr != nil {
-		return nil, "", nil, bindErr
+		return nil, file, bindErr
 	}
 	// The LOCKCTL_* variables come from getenv, not viper's AutomaticEnv
 	// (the process's): Set outranks a flag in viper, so only where no flag
@@ -123,28 +140,37 @@ func loadConfig(cmd *cobra.Command, configFile string, getenv func(string) strin
 			v.Set(k, val)
 		}
 	}
-	var lines map[string]int
-	path := configFile
-	if path == "" {
-		path = findConfigFile(getenv)
+	file.path, file.origin = configFile, originFlag
+	if file.path == "" {
+		file.path, file.origin = findConfigFile(getenv)
 	}
-	if path != "" {
-		data, err := readInputFile("config file", path, maxInputFile+1)
-		if err != nil {
-			return nil, "", nil, err
+	if file.path != "" {
+		var err error
+		if file.data, err = readConfigData(file.path); err != nil {
+			return nil, file, err
 		}
-		if len(data) > maxInputFile {
-			return nil, "", nil, usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
-		}
-		if lines, err = parseConfigFile(path, data); err != nil {
-			return nil, "", nil, err
+		if file.keys, err = parseConfigFile(file.path, file.data); err != nil {
+			return nil, file, err
 		}
 		v.SetConfigType("yaml")
-		if err := v.ReadConfig(bytes.NewReader(data)); err != nil { // parseConfigFile has read it
-			return nil, "", nil, usageErrorf("%s:1: %v", path, oneLine(err))
+		if err := v.ReadConfig(bytes.NewReader(file.data)); err != nil { // parseConfigFile has read it
+			return nil, file, usageErrorf("%s:1: %v", file.path, oneLine(err))
 		}
 	}
-	return v, path, lines, nil
+	return v, file, nil
+}
+
+// readConfigData reads a config file of at most maxInputFile bytes (exit 2
+// for a bigger one, or one that cannot be read: readInputFile).
+func readConfigData(path string) ([]byte, error) {
+	data, err := readInputFile("config file", path, maxInputFile+1)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxInputFile {
+		return nil, usageErrorf("config file %q is over %d bytes; a config file is a page of YAML", path, maxInputFile)
+	}
+	return data, nil
 }
 
 // envName is the LOCKCTL_* variable of config key k ("." and "-" become
@@ -191,14 +217,14 @@ var configLimits = yamlschema.Limits{MaxValues: 10000, MaxDepth: 50}
 // back to nothing) and a true/false key set to anything else. Each error is
 // one line, "path:LINE: ..." at the offending key. It returns the line of
 // each configuration key the file sets (keys lower-cased, as viper reads
-// them), for errors about their values.
-func parseConfigFile(path string, data []byte) (map[string]int, error) {
+// them), for errors about their values, and whether it holds a password.
+func parseConfigFile(path string, data []byte) (*fileKeys, error) {
 	doc, err := yamlschema.Parse(data, configLimits)
 	var syn *yamlschema.SyntaxError
 	var probs yamlschema.Problems
 	switch {
 	case errors.Is(err, yamlschema.ErrEmpty):
-		return map[string]int{}, nil
+		return &fileKeys{lines: map[string]int{}}, nil
 	case errors.As(err, &syn):
 		return nil, usageErrorf("%s:%d: %s", path, syn.Line, syn.Msg)
 	case errors.As(err, &probs):
@@ -214,7 +240,7 @@ func parseConfigFile(path string, data []byte) (map[string]int, error) {
 	case err != nil:
 		return nil, usageErrorf("config file %q: %v", path, err)
 	}
-	c := &configChecker{doc: doc, lines: map[string]int{}}
+	c := &configChecker{doc: doc, keys: fileKeys{lines: map[string]int{}}}
 	switch top := doc.Value.(type) {
 	case nil:
 	case map[string]any:
@@ -225,14 +251,20 @@ func parseConfigFile(path string, data []byte) (map[string]int, error) {
 	if c.err != "" {
 		return nil, usageErrorf("%s:%d: %s", path, c.errLine, c.err)
 	}
-	return c.lines, nil
+	return &c.keys, nil
+}
+
+// fileKeys are what a config file sets.
+type fileKeys struct {
+	lines    map[string]int // the line of each configuration key set
+	password bool           // redis.password or redis.sentinel_password set, or a password in redis.url
 }
 
 // configChecker walks a config file's values, keeping the first problem in
 // file order.
 type configChecker struct {
 	doc     *yamlschema.Document
-	lines   map[string]int
+	keys    fileKeys
 	err     string
 	errLine int
 }
@@ -257,8 +289,11 @@ func (c *configChecker) mapping(m map[string]any, p yamlschema.Path, prefix stri
 		}
 		first[k] = line
 		if d, ok := configDefaults[k]; ok {
-			c.lines[k] = line
+			c.keys.lines[k] = line
 			c.value(k, d, val, line)
+			if str, _ := val.(string); str != "" && (secretKeys[k] || k == keyRedisURL && urlHasPassword(str)) {
+				c.keys.password = true
+			}
 			continue
 		}
 		if sub := configSubkeys(k); len(sub) > 0 {
@@ -290,10 +325,10 @@ func (c *configChecker) value(k string, d, val any, line int) {
 		if k == keyRedisSentinel { // host:port entries, as a list or comma-separated
 			return
 		}
-		c.problem(line, "%s is a %s; want a value such as %v", k, yamlKind(val), d)
+		c.problem(line, "%s is a %s; want %s", k, yamlKind(val), configWant(k, d))
 		return
 	case map[string]any:
-		c.problem(line, "%s is a %s; want a value such as %v", k, yamlKind(val), d)
+		c.problem(line, "%s is a %s; want %s", k, yamlKind(val), configWant(k, d))
 		return
 	}
 	if _, want := d.(bool); want {
@@ -301,6 +336,27 @@ func (c *configChecker) value(k string, d, val any, line int) {
 			c.problem(line, "%s is %v; want true or false", k, val)
 		}
 	}
+}
+
+// configExamples are examples of the keys whose default is empty, for a
+// message: the default itself is the example of the others.
+var configExamples = map[string]string{
+	keyRenewEvery: "a duration, such as 20s", keyFenceTemplate: "a template, such as {key}:fence",
+	keyLayouts: "a path, such as layouts.yaml", keyRedisMasterName: "a name, such as mymaster",
+	keyRedisTLSCA: "a path, such as ca.pem", keyRedisTLSCert: "a path, such as client.pem",
+	keyRedisTLSKey: "a path, such as client-key.pem",
+}
+
+// configWant is what key k (default d) takes, for a message: "a value such
+// as 1m", "a path, such as layouts.yaml", or "text".
+func configWant(k string, d any) string {
+	if ex, ok := configExamples[k]; ok {
+		return ex
+	}
+	if d == "" {
+		return "text"
+	}
+	return fmt.Sprintf("a value such as %v", d)
 }
 
 // configSubkeys lists, sorted, the keys under section ("" for all the
@@ -340,17 +396,19 @@ func defaultNote(key string) string {
 	return ""
 }
 
-func findConfigFile(getenv func(string) string) string {
-	if _, err := os.Stat("lockctl.yaml"); err == nil {
-		return "lockctl.yaml"
+// findConfigFile is the config file used without --config and where it
+// is (originDir, originUser): ./lockctl.yaml, else the user's own; "" for none.
+func findConfigFile(getenv func(string) string) (string, string) {
+	if _, err := os.Stat(localConfig); err == nil {
+		return localConfig, originDir
 	}
 	if dir := userConfigDir(getenv); dir != "" {
 		p := filepath.Join(dir, "lockctl", "config.yaml")
 		if _, err := os.Stat(p); err == nil {
-			return p
+			return p, originUser
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // userConfigDir is os.UserConfigDir with the variables read by getenv
@@ -421,7 +479,11 @@ func (f *Factory) settingName(key, flag string) string {
 	case "env":
 		return envName(key)
 	case "file":
-		return fmt.Sprintf("%s:%d: %s", f.ConfigPath, max(f.configLines[key], 1), key)
+		line := 1
+		if f.configKeys != nil {
+			line = max(f.configKeys.lines[key], 1)
+		}
+		return fmt.Sprintf("%s:%d: %s", f.ConfigPath, line, key)
 	}
 	return flag
 }
@@ -477,6 +539,9 @@ func (f *Factory) setPolicyField(pf policyField) error {
 // keySpecSetting returns the key templates from lock.field, lock.key_template
 // and lock.fence_template.
 func (f *Factory) keySpecSetting(cluster bool) (*lockcore.KeySpec, error) {
+	if err := f.requireTrust("lock."); err != nil {
+		return nil, err
+	}
 	v := f.Config
 	ks, err := lockcore.NewKeySpec(v.GetString(keyLockField), v.GetString(keyKeyTemplate), v.GetString(keyFenceTemplate), cluster)
 	if err != nil {

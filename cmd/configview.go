@@ -29,8 +29,11 @@ type ConfigSetting struct {
 // ConfigView is the JSON shape of `lockctl config view`.
 type ConfigView struct {
 	// ConfigFile is the file that was read, or "" when none was found.
-	ConfigFile string          `json:"config_file"`
-	Settings   []ConfigSetting `json:"settings"`
+	ConfigFile string `json:"config_file"`
+	// Trust is "trusted" or "untrusted" for a file found in the current
+	// directory (lockctl config trust), absent for any other.
+	Trust    string          `json:"trust,omitempty"`
+	Settings []ConfigSetting `json:"settings"`
 }
 
 // ConfigViewOptions are the inputs of `lockctl config view`.
@@ -44,14 +47,15 @@ type ConfigViewOptions struct {
 // NewCmdConfig returns `lockctl config` with its `view` subcommand.
 func NewCmdConfig(f *Factory, runF func(*ConfigViewOptions) error) *cobra.Command {
 	cfg := &cobra.Command{
-		Use:   "config",
-		Short: "Show lockctl's effective configuration",
-		Args:  cobra.NoArgs,
+		Use:     "config",
+		Short:   "Show the effective configuration; trust a directory's file",
+		Example: "  lockctl config view\n  lockctl config trust",
+		Args:    cobra.NoArgs,
 	}
 	view := &cobra.Command{
 		Use:         "view",
 		Annotations: outputFormats(dataFormats),
-		Short:       "Show every setting, its effective value and where it came from (flag, env, file, default)",
+		Short:       "Show every setting, its value and its source (flag, env, file)",
 		Long: `Show every setting, its effective value and where it came from.
 
 Precedence: flag > LOCKCTL_* environment variable > config file (--config,
@@ -78,14 +82,21 @@ then exits 2.`,
 				}
 				format = formatTable
 			}
-			opts := &ConfigViewOptions{Printer: f.newPrinter(format), ErrOut: f.IO.ErrOut, View: f.effectiveConfig(cmd)}
+			// It shows an untrusted file's settings, to be read before
+			// trusting it; it connects nowhere.
+			f.viewing = true
+			view := f.effectiveConfig(cmd)
+			if view.Trust, err = f.trustWord(); err != nil {
+				return err
+			}
+			opts := &ConfigViewOptions{Printer: f.newPrinter(format), ErrOut: f.IO.ErrOut, View: view}
 			if runF != nil {
 				return runF(opts)
 			}
 			return configViewRun(opts)
 		},
 	}
-	cfg.AddCommand(view)
+	cfg.AddCommand(view, newCmdConfigTrust(f, false), newCmdConfigTrust(f, true))
 	return cfg
 }
 
@@ -160,6 +171,9 @@ func configViewRun(opts *ConfigViewOptions) error {
 		file := v.ConfigFile
 		if file == "" {
 			file = "(none found)"
+		}
+		if v.Trust != "" {
+			file += " (current directory, " + v.Trust + ")"
 		}
 		t.Line("config file: %s", file)
 		t.Line("")

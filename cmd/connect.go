@@ -47,6 +47,11 @@ const connURLForms = "redis://[user[:password]@]host[:port][/db], rediss://... f
 
 // connSettings reads the connection settings from f's configuration.
 func (f *Factory) connSettings() (connSettings, error) {
+	// Before a password from the environment can go to an address the
+	// file chose.
+	if err := f.requireTrust("redis."); err != nil {
+		return connSettings{}, err
+	}
 	v := f.Config
 	timeout, err := f.durationSetting(keyRedisTimeout, "timeout")
 	if err != nil {
@@ -265,6 +270,9 @@ func redisOptions(s connSettings) (*redis.UniversalOptions, error) {
 		return nil, err
 	}
 	uo.DialTimeout, uo.ReadTimeout, uo.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
+	// A call's context deadline cuts its read too (the earlier of it and
+	// ReadTimeout): a command's whole wait can then be one --timeout.
+	uo.ContextTimeoutEnabled = true
 	// A reply header announcing billions of elements fails the read (exit 3) instead of an out-of-memory crash in go-redis.
 	uo.Dialer = respguard.Dialer(s.Timeout, uo.TLSConfig)
 	uo.MaxRetries = -1   // a timed-out call is reported, not silently repeated

@@ -27,8 +27,14 @@ type Factory struct {
 	Config *viper.Viper
 	// ConfigPath is the config file that was read, or "".
 	ConfigPath string
-	// configLines is the line of each configuration key the file sets.
-	configLines map[string]int
+	// configKeys are what the file sets (nil for no file), configData its
+	// content and configOrigin where it was found (originFlag, ...).
+	configKeys   *fileKeys
+	configData   []byte
+	configOrigin string
+	// trusted caches a positive trust check (requireTrust); viewing is
+	// config view, which shows an untrusted file's settings.
+	trusted, viewing bool
 	// cmd is the command being run (its flags are part of Config).
 	cmd *cobra.Command
 	// secrets are scrubbed from every error Execute prints.
@@ -41,11 +47,12 @@ type Factory struct {
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.
 func (f *Factory) load(cmd *cobra.Command) error {
-	v, path, lines, err := loadConfig(cmd, f.ConfigFile, f.IO.getenv)
+	v, file, err := loadConfig(cmd, f.ConfigFile, f.IO.getenv)
 	if err != nil {
 		return err
 	}
-	f.Config, f.ConfigPath, f.configLines, f.cmd = v, path, lines, cmd
+	f.Config, f.ConfigPath, f.configKeys, f.configData, f.configOrigin, f.cmd = v, file.path, file.keys, file.data, file.origin, cmd
+	f.configNotices()
 	return nil
 }
 
@@ -192,25 +199,25 @@ func (f *Factory) connect(ctx context.Context, within bool) (*RedisConn, error) 
 	if d, ok := ctx.Deadline(); ok && within {
 		s.Timeout = min(s.Timeout, max(time.Until(d), time.Millisecond))
 		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = s.Timeout, s.Timeout, s.Timeout
-		opt.ContextTimeoutEnabled = true
 	}
-	client, err := f.ping(ctx, s, opt, shown)
+	// PING and the cluster probe wait one --timeout together, not one
+	// each: a server slow to answer was waited on twice (issue 33).
+	pctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	client, err := f.ping(ctx, pctx, s, opt, shown)
 	if err != nil {
 		return nil, err
 	}
 	_, cluster := client.(*redis.ClusterClient)
 	if !cluster && opt.MasterName == "" {
-		pctx, cancel := context.WithTimeout(ctx, s.Timeout)
-		enabled := clusterEnabled(pctx, client)
-		cancel()
-		if enabled {
+		if clusterEnabled(pctx, client) {
 			// A cluster node behind a redis:// URL would serve only its
 			// own slots: a scan lists a third of the locks, a key
 			// elsewhere is a MOVED (issue 19 §5). The cluster client,
 			// seeded with that node, follows the whole cluster.
 			_ = client.Close()
 			opt.IsClusterMode = true
-			if client, err = f.ping(ctx, s, opt, shown); err != nil {
+			if client, err = f.ping(ctx, pctx, s, opt, shown); err != nil {
 				return nil, err
 			}
 			cluster = true
@@ -225,13 +232,12 @@ func (f *Factory) connect(ctx context.Context, within bool) (*RedisConn, error) 
 		timeoutName: f.settingName(keyRedisTimeout, "--timeout")}, nil
 }
 
-// ping makes the client of opt and checks it answers PING within the
-// timeout; on failure it closes the client and returns the exit-2 or exit-3
-// error that says why.
-func (f *Factory) ping(ctx context.Context, s connSettings, opt *redis.UniversalOptions, shown string) (redis.UniversalClient, error) {
+// ping makes the client of opt and checks it answers PING by pctx's
+// deadline (the connection's share of the timeout; ctx is the command's);
+// on failure it closes the client and returns the exit-2 or exit-3 error
+// that says why.
+func (f *Factory) ping(ctx, pctx context.Context, s connSettings, opt *redis.UniversalOptions, shown string) (redis.UniversalClient, error) {
 	client := redis.NewUniversalClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, s.Timeout)
-	defer cancel()
 	err := client.Ping(pctx).Err()
 	if err == nil {
 		return client, nil
@@ -248,6 +254,9 @@ func (f *Factory) ping(ctx context.Context, s connSettings, opt *redis.Universal
 	}
 	if opt.IsClusterMode && strings.Contains(err.Error(), "cluster has no nodes") { // an empty CLUSTER SLOTS
 		return nil, redisError(shown, noSlotsRefusal(opt.Addrs[0]))
+	}
+	if m := tlsMismatch(err, opt, s.Timeout, f.settingName(keyRedisTimeout, "--timeout")); ctx.Err() == nil && m != nil {
+		return nil, redisError(shown, m)
 	}
 	// A server that accepts and never answers gives "i/o timeout", or
 	// "context deadline exceeded" when stuck in a TLS handshake or

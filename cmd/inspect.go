@@ -7,16 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -42,33 +42,32 @@ type InspectOptions struct {
 	// on its own (fenceMatcher).
 	IsFenceKey func(key string) bool
 	Search     bool
-	Limit      int
-	Pattern    string
-	Count      int64
+	// Sort is --pattern's row order: "ttl" (the table prints once the scan
+	// ends) or "scan" (rows print as the scan reads them).
+	Sort    string
+	Limit   int
+	Pattern string
+	Count   int64
 	// FailOn is "", "warning" or "error".
-	FailOn      string
-	LeaseCap    time.Duration
-	ExpectOwner []byte
+	FailOn string
+	// FailOnAbsent makes a key that does not exist exit 1 (--fail-on
+	// absent), so that a script can tell "absent" from "fine".
+	FailOnAbsent bool
+	LeaseCap     time.Duration
+	ExpectOwner  []byte
 	// Redlock, set for a redis+redlock:// URL, connects to every node
 	// (Factory.Redlock) instead of Redis; RedlockLease is --lease (0: none).
 	Redlock      func(ctx context.Context) (*RedlockConn, error)
 	RedlockLease time.Duration
 	// Permits is --permits: the most holders a semaphore may admit (0: unchecked).
 	Permits int64
+	// Declared are the layouts of the inspect.layouts file, compiled.
+	Declared []inspect.Declared
+	// Quiet is --quiet: no progress bar on a terminal's stderr.
+	Quiet bool
 }
 
-// NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
-func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command {
-	var keys []string
-	var search bool
-	var limit int
-	var pattern, failOn, owner, lease string
-	var count, permits int64
-	cmd := &cobra.Command{
-		Use:         "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
-		Annotations: outputFormats(inspectFormats),
-		Short:       "Show who holds a lock, which library wrote it and what is wrong with it (read-only)",
-		Long: `Read lock keys without writing a byte and show, for each: type, PTTL and
+const inspectLong = `Read lock keys without writing a byte and show, for each: type, PTTL and
 absolute expiry, the library that wrote it (with confidence certain, likely
 or guess), the owner token (printable, else hex), holder details, fencing
 token and counter, waiters, and findings with a severity:
@@ -77,8 +76,12 @@ token and counter, waiters, and findings with a severity:
   SUBSECOND_LEASE NO_FENCE FENCE_MISMATCH CROSS_SLOT BINARY_VALUE WRONG_TYPE
   ABSENT OVER_ADMITTED STALE_HOLDERS
 
-A value whose shape several libraries write is a guess that names them all
-("node-redlock or redis-py"; JSON: layout.candidates).
+A value whose specific shape a few libraries write is a guess naming them
+("node-redis-warlock or redsync"; JSON: layout.candidates). A key no layout
+explains is "unknown" with its shape described (a UUID, random hex, a
+counter, a zset scored by times...; JSON: layout.shape, layout.description,
+layout.seen_in); only what is true whatever library wrote it is an error.
+Your own layouts: inspect.layouts in the configuration (docs/layouts.md).
 
 A semaphore or shared (read/write) lock (redis-semaphore, Symfony Lock,
 Redisson) lists every holder with its age or lease and the permits in use;
@@ -89,8 +92,9 @@ configured key template (lock.key_template, lock.field); --key takes an exact
 Redis key. --search also finds keys containing each value (SCAN MATCH, the
 value glob-escaped). --pattern scans the keyspace (SCAN, never KEYS, on every
 primary of a cluster), one row per lock sorted by remaining TTL plus a
-summary; -o jsonl streams one lock per line. Ctrl-C stops a scan cleanly
-with what was read.
+summary: the table prints once the scan ends, --sort scan prints each row as
+it is read, and -o jsonl streams one lock per line. Ctrl-C stops a scan
+cleanly with what was read.
 
 Over a redis+redlock:// URL (3 to 9 independent nodes) every node is read at
 once: per key one row with the quorum (owner on a majority, nodes holding it,
@@ -98,7 +102,21 @@ validity) and its nodes beneath, and the findings NO_QUORUM SPLIT_OWNERS
 MINORITY_HOLDER TTL_SKEW NODE_UNREACHABLE (docs/redlock.md).
 
 Read-only: only TYPE, PTTL, PEXPIRETIME, OBJECT IDLETIME, STRLEN, GETRANGE,
-HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
+HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`
+
+// NewCmdInspect returns `lockctl inspect`; runF replaces the run function in tests.
+func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command {
+	var keys []string
+	var search, quiet bool
+	var limit int
+	var sortOrder string
+	var pattern, failOn, owner, lease string
+	var count, permits int64
+	cmd := &cobra.Command{
+		Use:         "inspect [VALUE...] [--key KEY]... [--pattern GLOB]",
+		Annotations: outputFormats(inspectFormats),
+		Short:       "Show who holds a lock, which library wrote it, what is wrong",
+		Long:        inspectLong,
 		Example: `  lockctl inspect order-demo-001
   lockctl inspect --key lock:OrderId:order-demo-001 -o json
   lockctl inspect --key 'job-lock:default:report' --key concurrent-test2
@@ -114,7 +132,7 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			opts := &InspectOptions{IO: f.IO, Printer: f.newPrinter(format), Format: format, Redis: f.Redis, Ctx: cmd.Context(),
-				Values: args, Keys: keys, Search: search, Limit: limit, Pattern: pattern, Count: count}
+				Values: args, Keys: keys, Search: search, Limit: limit, Pattern: pattern, Count: count, Sort: sortOrder, Quiet: quiet}
 			if f.redlockConfigured() {
 				opts.Redlock = f.Redlock
 			}
@@ -128,15 +146,8 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			opts.Permits = permits
-			if failOn != "" {
-				atWarn, err := failOnLevel(failOn, "error", "warning")
-				if err != nil {
-					return err
-				}
-				opts.FailOn = string(inspect.SeverityError)
-				if atWarn {
-					opts.FailOn = string(inspect.SeverityWarning)
-				}
+			if err := parseInspectFailOn(opts, failOn); err != nil {
+				return err
 			}
 			pol, err := f.policySetting()
 			if err != nil {
@@ -153,6 +164,9 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 				return err
 			}
 			opts.IsFenceKey = fenceMatcher(f.Config.GetString(keyFenceTemplate))
+			if opts.Declared, err = f.declaredLayouts(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -166,13 +180,15 @@ HLEN/HSCAN, LLEN/LRANGE, SCARD/SSCAN, ZCARD/ZRANGE, SCAN and DBSIZE are sent.`,
 	fl.IntVar(&limit, "limit", 100, "most keys --search reports per value")
 	fl.StringVar(&pattern, "pattern", "", "scan keys matching this SCAN MATCH glob, e.g. 'lock:*'")
 	fl.Int64Var(&count, "count", inspect.DefaultScanCount, "SCAN COUNT hint for --pattern and --search")
-	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning ("+failOnAliases+")")
-	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning"}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&sortOrder, "sort", sortTTL, "--pattern's table order: ttl (printed once the scan ends) or scan (rows as they are read)")
+	fl.StringVar(&failOn, "fail-on", "", "exit 1 when a finding of this severity or worse exists: error or warning ("+failOnAliases+"); absent: when a key does not exist; both comma-separated")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", cobra.FixedCompletions([]string{"error", "warning", "absent", "error,absent"}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&owner, "owner", "", "expected owner: the owner token (of a value <fence>:<owner>, the part after the colon; LOCKCTL_OWNER of run) or the whole stored value, compared byte for byte (hex:... for raw bytes); exit 1 unless that owner holds the lock (another owner, or no key)")
 	addRedlockLeaseFlag(cmd, &lease)
 	addPermitsFlag(cmd, &permits)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
+	addQuietFlag(cmd, &quiet)
 	return cmd
 }
 
@@ -199,6 +215,9 @@ func checkInspectArgs(opts *InspectOptions) error {
 	}
 	if opts.Count < 1 {
 		return usageErrorf("count %d must be at least 1", opts.Count)
+	}
+	if err := choice("sort", opts.Sort, sortTTL, sortScan); err != nil {
+		return err
 	}
 	return nil
 }
@@ -310,7 +329,32 @@ func newReader(opts *InspectOptions, conn *RedisConn, fences map[string]string) 
 		ExpectOwner: opts.ExpectOwner,
 		IsFenceKey:  opts.IsFenceKey,
 		Permits:     opts.Permits,
+		Declared:    opts.Declared,
 	}}
+}
+
+// declaredLayouts reads the layouts file of inspect.layouts (none when
+// unset; a relative path set in a config file is relative to that file's
+// directory, as a flag's or a variable's to the working directory); a
+// file that cannot be read or has a mistake is a usage error (exit 2)
+// naming the file, the line and what is accepted.
+func (f *Factory) declaredLayouts() ([]inspect.Declared, error) {
+	path := f.Config.GetString(keyLayouts)
+	if path == "" {
+		return nil, nil
+	}
+	if f.settingSource(f.cmd, keyLayouts) == "file" && !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(f.ConfigPath), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("%s: cannot read the layouts file: %s", f.settingName(keyLayouts, ""), oneLine(err))
+	}
+	ds, err := inspect.ParseLayouts(path, data)
+	if err != nil {
+		return nil, usageErrorf("%s", err)
+	}
+	return inspect.Compile(ds), nil
 }
 
 func inspectRun(opts *InspectOptions) error {
@@ -318,6 +362,7 @@ func inspectRun(opts *InspectOptions) error {
 		return redlockInspectRun(opts)
 	}
 	ctx := opts.Ctx
+	start := time.Now()
 	conn, err := opts.Redis(ctx)
 	if err != nil {
 		return err
@@ -326,6 +371,11 @@ func inspectRun(opts *InspectOptions) error {
 	if opts.Pattern != "" {
 		return inspectScan(opts, conn)
 	}
+	// Named keys: the whole wait, connection included, is one --timeout
+	// (issue 33: PING, INFO and two reads each waited one). A scan's pages
+	// each get one: a keyspace takes as long as it takes.
+	rctx, cancel := context.WithDeadline(ctx, start.Add(conn.Timeout))
+	defer cancel()
 	res, err := resolveKeys(opts, conn.Cluster)
 	if err != nil {
 		return err
@@ -344,7 +394,7 @@ func inspectRun(opts *InspectOptions) error {
 			}
 		}
 	}
-	locks, err := reader.Read(ctx, conn.Client, keys)
+	locks, err := reader.Read(rctx, conn.Client, keys)
 	if err != nil {
 		return readError(ctx, conn, err)
 	}
@@ -368,11 +418,10 @@ func searchKeys(ctx context.Context, conn *RedisConn, reader *inspect.Reader, op
 	return out, nil
 }
 
+// readError is err from a read on conn as callError words it (ctx is the
+// command's: Ctrl-C is not the server's fault; a timeout is "no answer within").
 func readError(ctx context.Context, conn *RedisConn, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return redisError(conn.URL, err)
+	return conn.callError(ctx, err)
 }
 
 // inspectScan is --pattern: SCAN the keyspace, stream (jsonl) or collect,
@@ -384,16 +433,20 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 	reader.MaxValueBytes = inspect.ScanMaxValueBytes
 	// A scan allocates per key but keeps little (jsonl streams): collect
 	// garbage less often, and more often again near 96 MB of heap.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	gcPercent := 400
+	if opts.Format == formatJSON || opts.Format == formatYAML {
+		gcPercent = 100 // they keep up to spillBytes of locks: 5 times that would be most of the heap
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(96 << 20))
 	so := inspect.ScanOptions{Pattern: opts.Pattern, Count: opts.Count}
-	if opts.IO.ErrTTY {
-		if total, err := conn.Client.DBSize(ctx).Result(); err == nil && total > 0 {
-			bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(opts.IO.ErrOut),
-				progressbar.OptionSetDescription("scanning "+opts.Pattern), progressbar.OptionShowCount(),
-				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
-			so.Progress = func(walked int64) { _ = bar.Set64(min(walked, total)) }
-			defer func() { _ = bar.Finish() }()
+	var sp *scanProgress // nil-safe: no bar when piped or --quiet
+	streamed := opts.Sort == sortScan && (opts.Format == formatTable || opts.Format == formatWide)
+	// Rows streamed onto the same terminal are the progress: a bar would mix with them.
+	if opts.IO.ErrTTY && !opts.Quiet && !(streamed && opts.IO.OutTTY) {
+		if total, err := conn.Client.DBSize(ctx).Result(); err == nil {
+			sp = startScanProgress(opts.IO.ErrOut, opts.Pattern, total, &so)
+			defer sp.stop()
 		}
 	}
 	var locks []inspect.Lock
@@ -405,6 +458,27 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 		locks = append(locks, l)
 		return nil
 	}
+	var stream *ObjectStream // --sort scan: the table's rows as read
+	if streamed {
+		tv := &TableView{p: opts.Printer}
+		stream = tv.ObjectStream(inspectColumns)
+		emit = func(l inspect.Lock) error {
+			_, rows := inspectRows([]inspect.Lock{l})
+			stream.Add(rows[0])
+			locks = append(locks, l)
+			return tv.err
+		}
+	}
+	sorted, notOwned := newLockSorter(), false
+	defer sorted.close()
+	if opts.Format == formatJSON || opts.Format == formatYAML {
+		// Sorted on disk past a few MB, then streamed: memory stays flat.
+		emit = func(l inspect.Lock) error {
+			sum.Add(&l)
+			notOwned = notOwned || l.OwnerCheck == "NOT_OWNED"
+			return sorted.add(&l)
+		}
+	}
 	if opts.Format == formatJSONL {
 		// Streamed: one line per lock as read, memory stays flat.
 		emit = func(l inspect.Lock) error {
@@ -412,7 +486,8 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 			return enc.Encode(l)
 		}
 	}
-	err := reader.Scan(ctx, conn.Client, so, emit)
+	err := reader.Scan(ctx, conn.Client, so, sp.counting(emit))
+	sp.scanned(stream == nil && opts.Format != formatJSONL, len(locks))
 	var bounded *inspect.ScanBoundError
 	partial := errors.As(err, &bounded) // printed as found, then exit 3
 	interrupted := errors.Is(err, context.Canceled) && ctx.Err() != nil || partial
@@ -428,10 +503,23 @@ func inspectScan(opts *InspectOptions, conn *RedisConn) error {
 			perr = ferr
 		}
 		if perr == nil && !interrupted {
-			perr = failOn(opts.FailOn, sum.BySeverity)
+			perr = opts.failed(sum)
 		}
+	} else if stream != nil {
+		rep := inspect.NewReport(locks)
+		rep.Summary.Interrupted = interrupted
+		tv := &TableView{p: opts.Printer}
+		inspectDetails(tv, rep, stream.Close(), true)
+		if perr = tv.err; perr == nil {
+			perr = reportExit(opts, rep)
+		}
+	} else if opts.Format == formatJSON || opts.Format == formatYAML {
+		sum.Interrupted = interrupted
+		sp.stop()
+		perr = streamScan(ctx, opts, sorted, sum, notOwned)
 	} else {
 		inspect.SortByTTL(locks)
+		sp.stop()
 		rep := inspect.NewReport(locks)
 		rep.Summary.Interrupted = interrupted
 		perr = printReport(opts, rep, true)
@@ -463,6 +551,38 @@ func writeJSONL[L any](w io.Writer, locks []L, sum inspect.Summary) error {
 	return enc.Encode(jsonlSummary{sum})
 }
 
+// parseInspectFailOn sets opts.FailOn and opts.FailOnAbsent from
+// --fail-on: a severity, "absent", or both comma-separated.
+func parseInspectFailOn(opts *InspectOptions, value string) error {
+	if value == "" {
+		return nil
+	}
+	for _, part := range strings.Split(value, ",") {
+		if part == "absent" {
+			opts.FailOnAbsent = true
+			continue
+		}
+		atWarn, err := failOnLevel(part, "error", "warning")
+		if err != nil {
+			return usageErrorf("fail-on %q is not one of error, warning, absent, or a severity and absent comma-separated (%s)", value, failOnAliases)
+		}
+		opts.FailOn = string(inspect.SeverityError)
+		if atWarn {
+			opts.FailOn = string(inspect.SeverityWarning)
+		}
+	}
+	return nil
+}
+
+// failed is --fail-on over a summary: checkFailed when a lock's worst
+// finding reaches opts.FailOn, or with FailOnAbsent a key is absent.
+func (opts *InspectOptions) failed(sum inspect.Summary) error {
+	if opts.FailOnAbsent && sum.ByFinding[inspect.FindingAbsent] > 0 {
+		return checkFailed()
+	}
+	return failOn(opts.FailOn, sum.BySeverity)
+}
+
 // failOn returns checkFailed when a lock's worst finding reaches level.
 func failOn(level string, bySeverity map[string]int) error {
 	if level == "" {
@@ -487,6 +607,12 @@ func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
 	if err != nil {
 		return err
 	}
+	return reportExit(opts, rep)
+}
+
+// reportExit is the exit of a printed report: NOT_OWNED, then --fail-on;
+// none for an interrupted (partial) one.
+func reportExit(opts *InspectOptions, rep inspect.Report) error {
 	if rep.Summary.Interrupted {
 		return nil
 	}
@@ -495,160 +621,11 @@ func printReport(opts *InspectOptions, rep inspect.Report, summary bool) error {
 			return checkFailed() // as unlock --owner: a script can trust exit 0
 		}
 	}
-	return failOn(opts.FailOn, rep.Summary.BySeverity)
+	return opts.failed(rep.Summary)
 }
 
-func inspectTable(t *TableView, rep inspect.Report, summary bool) {
-	st := t.Styles()
-	header, rows := inspectRows(rep.Locks)
-	if len(rows) > 0 {
-		t.Table(header, rows)
-	}
-	for _, l := range rep.Locks {
-		if d := holderLine(l); d != "" {
-			t.Line("%s: %s", oneLineText(l.Key), oneLineText(d))
-		}
-		if d := sharedLine(l); d != "" {
-			t.Line("%s: %s", oneLineText(l.Key), d)
-		}
-	}
-	for _, l := range rep.Locks {
-		for _, f := range l.Findings {
-			t.Line("%s %s %s: %s; %s", st.Level(string(f.Severity)), f.Code, oneLineText(l.Key), oneLineText(f.Message), f.Reason)
-		}
-	}
-	if summary {
-		t.Line("%s", summaryLine(rep.Summary))
-	}
-}
-
-// inspectRows is the pure row builder of the inspect table.
-func inspectRows(locks []inspect.Lock) ([]string, [][]string) {
-	header := []string{"key", "type", "ttl", "expires at", "layout", "owner", "fence", "findings"}
-	rows := make([][]string, 0, len(locks))
-	for _, l := range locks {
-		ttl := "-"
-		switch {
-		case l.PTTLMS >= 0:
-			ttl = inspect.FormatTTL(l.PTTLMS)
-		case l.PTTLMS == -1:
-			ttl = "none"
-		}
-		exp := "-"
-		if l.ExpiresAt != nil {
-			exp = *l.ExpiresAt
-		}
-		layout := "-"
-		switch {
-		case l.Role != "":
-			layout = l.Layout.Name + " " + l.Role
-		case l.Exists:
-			layout = l.Layout.Label() + " (" + string(l.Layout.Confidence) + ")"
-		}
-		owner := oneLineText(l.Owner)
-		if owner == "" && l.OwnerHex != "" {
-			owner = "hex:" + l.OwnerHex
-		}
-		if r := []rune(owner); len(r) > 40 {
-			owner = string(r[:39]) + "…"
-		}
-		if owner == "" {
-			owner = "-"
-		}
-		codes := make([]string, len(l.Findings))
-		for i, f := range l.Findings {
-			codes[i] = f.Code
-		}
-		findings := strings.Join(codes, ",")
-		if findings == "" {
-			findings = "-"
-		}
-		rows = append(rows, []string{oneLineText(l.Key), l.Type, ttl, exp, layout, owner, fenceCell(l.Fence), findings})
-	}
-	return header, rows
-}
-
-func fenceCell(f *inspect.Fence) string {
-	if f == nil {
-		return "-"
-	}
-	n := func(p *int64) string {
-		if p == nil {
-			return "?"
-		}
-		return strconv.FormatInt(*p, 10)
-	}
-	return n(f.Value) + "/" + n(f.Counter)
-}
-
-// holderLine lists what the layout says about the holder.
-func holderLine(l inspect.Lock) string {
-	var parts []string
-	if h := l.Holder; h != nil {
-		for _, kv := range [][2]string{{"host", h.Host}, {"client", h.ClientID}, {"thread", h.Thread}, {"job", h.JobID},
-			{"mode", h.Mode}, {"metadata", h.Metadata}, {"acquired", h.AcquiredAt}, {"value expires", h.ValueExpiresAt}} {
-			if kv[1] != "" {
-				parts = append(parts, kv[0]+" "+kv[1])
-			}
-		}
-		if h.PID != 0 {
-			parts = append(parts, "pid "+strconv.FormatInt(h.PID, 10))
-		}
-	}
-	if l.HoldCount != nil {
-		parts = append(parts, "hold count "+strconv.FormatInt(*l.HoldCount, 10))
-	}
-	if l.Fence != nil && l.Fence.CounterKey != "" {
-		parts = append(parts, "fence counter "+l.Fence.CounterKey)
-	}
-	if len(l.Waiters) > 0 {
-		parts = append(parts, fmt.Sprintf("%d waiting: %s", len(l.Waiters), strings.Join(l.Waiters, ", ")))
-	}
-	if l.OwnerCheck != "" {
-		parts = append(parts, l.OwnerCheck)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// plural is "1 lock" or "n locks".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-func summaryLine(s inspect.Summary) string {
-	line := plural(s.Locks, "lock", "locks")
-	if s.Companions > 0 {
-		line += " (+" + plural(s.Companions, "companion key", "companion keys") + ")"
-	}
-	if s.Interrupted {
-		line += " (interrupted: partial)"
-	}
-	if len(s.ByLayout) > 0 {
-		line += "; layouts: " + countList(s.ByLayout)
-	}
-	if len(s.ByFinding) > 0 {
-		line += "; findings: " + countList(s.ByFinding)
-	}
-	return line
-}
-
-func countList(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
+// The orders of --sort.
+const (
+	sortTTL  = "ttl"
+	sortScan = "scan"
+)

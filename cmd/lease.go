@@ -30,7 +30,7 @@ func NewCmdLease(f *Factory, runF func(*LeaseOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "lease --budget DURATION[,DURATION...]",
 		Annotations: outputFormats(dataFormats),
-		Short:       "Show the lease a task's budget gets under the policy, and what follows from it",
+		Short:       "Show the lease a budget gets under the policy, and its effects",
 		Long: `Show the budget→lease policy of long-running tasks and its consequences.
 
   ordinary call (HTTP, script):   lease = budget, fixed, never renewed

@@ -91,14 +91,14 @@ func printQuorumReport(opts *InspectOptions, rep inspect.QuorumReport, summary b
 			return checkFailed()
 		}
 	}
-	return failOn(opts.FailOn, rep.Summary.BySeverity)
+	return opts.failed(rep.Summary)
 }
 
 func quorumTable(t *TableView, rep inspect.QuorumReport, summary bool) {
 	st := t.Styles()
-	header, rows := quorumRows(rep.Locks)
+	cols, rows := quorumRows(rep.Locks)
 	if len(rows) > 0 {
-		t.Table(header, rows)
+		t.Objects(cols, rows)
 	}
 	for _, l := range rep.Locks {
 		for _, f := range l.Findings {
@@ -114,8 +114,9 @@ func quorumTable(t *TableView, rep inspect.QuorumReport, summary bool) {
 // a row with the quorum (state, owner, held/N, validity), then one row per
 // node (holds the quorum's owner, another owner, a minority owner's key
 // when nobody holds a majority, free, or down; its owner and TTL).
-func quorumRows(locks []inspect.QuorumLock) ([]string, [][]string) {
-	header := []string{"key / node", "quorum", "owner", "held", "ttl / validity", "findings"}
+func quorumRows(locks []inspect.QuorumLock) ([]Column, [][]string) {
+	header := []Column{{Name: "key / node", Shorten: true}, {Name: "quorum", Rank: 1}, {Name: "owner", Rank: 5},
+		{Name: "held", Rank: 3}, {Name: "ttl / validity", Rank: 4}, {Name: "findings", Rank: 2}}
 	var rows [][]string
 	for _, l := range locks {
 		q := l.Quorum

@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/fleet"
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/lockcore"
 )
@@ -96,4 +98,53 @@ func quorumWatchLine(st *Styles, e inspect.QuorumEvent) string {
 		where = " @" + e.Node
 	}
 	return e.At + " " + watchWord(st, e.Event.Event) + " " + oneLineText(e.Key) + where + ": " + oneLineText(e.Message)
+}
+
+// redlockPatternRun is `watch --pattern` over Redlock nodes: fleet's
+// QuorumFollower passes until --duration or Ctrl-C, one line (or JSON
+// object) per event of a node or of a key's quorum. A pass that no node
+// finishes is retried at the next interval for up to --timeout.
+func redlockPatternRun(opts *WatchOptions) error {
+	conn, err := opts.Redlock(opts.Ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := watchWindow(opts.Ctx, opts.Duration)
+	defer cancel()
+	f := fleet.NewQuorum(patternReader(opts, &RedisConn{}), conn.Nodes, patternFleetOptions(opts),
+		inspect.QuorumOptions{LeaseMS: opts.RedlockLease.Milliseconds(), ErrorText: conn.errText})
+	out := bufio.NewWriter(opts.Printer.Out)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	emit := func(e inspect.QuorumEvent) error {
+		if opts.Format == formatJSONL {
+			return enc.Encode(e)
+		}
+		_, err := out.WriteString(quorumWatchLine(opts.Printer.Styles, e) + "\n")
+		return err
+	}
+	var failingSince time.Time
+	err = f.Run(opts.Ctx, ctx, emit, func() {
+		_ = out.Flush()
+		failingSince = time.Time{}
+	}, func(err error) error {
+		_ = out.Flush()
+		if failingSince.IsZero() {
+			failingSince = time.Now()
+		} else if time.Since(failingSince) > conn.Timeout {
+			return fmt.Errorf("no node answered for %s (--timeout); %s", lockcore.FormatDuration(conn.Timeout), conn.errText(err))
+		}
+		return nil
+	})
+	if ferr := out.Flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	switch {
+	case opts.Ctx.Err() != nil:
+		return opts.Ctx.Err()
+	case err == nil:
+		return nil
+	}
+	return redisError(conn.URL, err)
 }

@@ -18,6 +18,8 @@ const (
 	formatTable = "table"
 	formatJSON  = "json"
 	formatYAML  = "yaml"
+	// formatWide is the table with every column, on any terminal width.
+	formatWide = "wide"
 )
 
 // dataFormats are the formats of a plain data command.
@@ -25,14 +27,15 @@ var dataFormats = []string{formatTable, formatJSON, formatYAML}
 
 // The formats of inspect, watch and simulate, beside dataFormats and checklistFormats.
 var (
-	inspectFormats  = []string{formatTable, formatJSON, formatYAML, formatJSONL}
+	inspectFormats  = []string{formatTable, formatJSON, formatYAML, formatJSONL, formatWide}
 	watchFormats    = []string{formatTable, formatJSONL}
-	simulateFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid}
+	simulateFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid, formatJUnit, formatHTML}
+	unlockFormats   = []string{formatTable, formatJSON, formatYAML, formatWide}
 )
 
 // allFormats are offered by shell completion of -o for a command that does
 // not declare its own with outputFormats.
-var allFormats = []string{formatTable, formatJSON, formatYAML, "jsonl", "markdown", "junit", "sarif", "github", "mermaid"}
+var allFormats = []string{formatTable, formatJSON, formatYAML, "jsonl", "markdown", "junit", "sarif", "github", "mermaid", formatHTML, formatWide}
 
 // outputFormatsKey is the command annotation listing the -o formats the
 // command accepts (comma-separated), for shell completion; the command's
@@ -232,15 +235,32 @@ func writeYAML(w io.Writer, data any) error {
 
 // clearStyle drops the flow style JSON input gives every node, so the YAML
 // comes out in block style.
-func clearStyle(n *yaml.Node) {
+func clearStyle(n *yaml.Node) { clearStyleCached(n, nil) }
+
+// clearStyleCached is clearStyle remembering needsQuotes' answers in quotes
+// (nil: none), for a stream of documents that repeat their values.
+func clearStyleCached(n *yaml.Node, quotes map[string]bool) {
 	n.Style &^= yaml.FlowStyle | yaml.DoubleQuotedStyle
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && needsQuotes(n.Value) {
-		n.Style = yaml.DoubleQuotedStyle
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		q, ok := quotes[n.Value]
+		if !ok {
+			q = needsQuotes(n.Value)
+			if quotes != nil && len(quotes) < maxQuoteCache {
+				quotes[n.Value] = q
+			}
+		}
+		if q {
+			n.Style = yaml.DoubleQuotedStyle
+		}
 	}
 	for _, c := range n.Content {
-		clearStyle(c)
+		clearStyleCached(c, quotes)
 	}
 }
+
+// maxQuoteCache bounds clearStyleCached's memory: 4,096 values (field
+// values and messages repeat; keys and owners do not).
+const maxQuoteCache = 4096
 
 // needsQuotes reports strings that would read back as another type in YAML:
 // in YAML 1.2, or as a YAML 1.1 boolean (yes, on, n, ...: PyYAML reads a
@@ -282,12 +302,13 @@ func (t *TableView) Width() int {
 	return t.p.Width
 }
 
-// Line writes one line of text, wrapped to the terminal's width on a TTY.
+// Line writes one line of text, wrapped at spaces to the terminal's width
+// on a TTY (wrapWords: never inside a key or a token).
 func (t *TableView) Line(format string, args ...any) {
 	if t.err != nil {
 		return
 	}
-	_, t.err = io.WriteString(t.p.Out, wrapText(fmt.Sprintf(format, args...), t.Width())+"\n")
+	_, t.err = io.WriteString(t.p.Out, wrapWords(fmt.Sprintf(format, args...), t.Width())+"\n")
 }
 
 // Table writes header and rows as one aligned table.
@@ -303,6 +324,39 @@ func (t *TableView) Table(header []string, rows [][]string) {
 		}
 	}
 	t.err = renderTable(t.p.Out, t.p.TTY, t.p.Width, t.p.Styles, header, shown)
+}
+
+// Objects writes one row per object (a lock, a key) under cols: on a TTY
+// fitted to the terminal by dropping the highest-ranked columns and
+// shortening keys in the middle, never wrapping a cell (objectTable); with
+// -o wide, or into a pipe, every column. It returns the headers of the
+// columns left out, so that the caller can print what they hold whole.
+func (t *TableView) Objects(cols []Column, rows [][]string) []string {
+	if t.err != nil {
+		return nil
+	}
+	shown := make([][]string, len(rows))
+	for r, row := range rows {
+		shown[r] = make([]string, len(row))
+		for c, cell := range row {
+			shown[r][c] = strings.ReplaceAll(escapeCell(cell, t.p.Color), "\t", tabSpaces)
+		}
+	}
+	if !t.p.TTY {
+		head := make([]string, len(cols))
+		for i, c := range cols {
+			head[i] = headerText(c.Name)
+		}
+		t.err = writeColumns(t.p.Out, append([][]string{head}, shown...))
+		return nil
+	}
+	width := t.p.Width
+	if t.p.Format == formatWide {
+		width = 0
+	}
+	var dropped []string
+	dropped, t.err = objectTable(t.p.Out, width, t.p.Styles, cols, shown)
+	return dropped
 }
 
 // escapeCell writes a table cell's line breaks as \n and \r, and its

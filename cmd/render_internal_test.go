@@ -1,9 +1,13 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/lockctl/lockctl/simulate"
@@ -186,5 +190,34 @@ func TestYAMLQuotesOldBooleans(t *testing.T) {
 	want := "a: \"on\"\nb: \"Yes\"\nc: \"n\"\nd: \"OFF\"\ne: \"true\"\nf: \"12\"\ng: lock:on\n"
 	if sb.String() != want {
 		t.Errorf("yaml:\n%s\nwant:\n%s", sb.String(), want)
+	}
+}
+
+// An object stream prints its rows as they come once streamRows rows have
+// sized the columns (inspect --pattern --sort scan: the first screen comes
+// before the scan ends); on a terminal it keeps to the width, shortening a
+// later, longer key in the middle.
+func TestObjectStreamPrintsAsRowsCome(t *testing.T) {
+	var out bytes.Buffer
+	p := &Printer{Format: formatTable, Out: &out, TTY: true, Width: 40, Styles: newStyles(&out, false)}
+	s := (&TableView{p: p}).ObjectStream([]Column{{Name: "key", Shorten: true}, {Name: "ttl", Rank: 1}, {Name: "owner", Rank: 2}})
+	for i := range streamRows - 1 {
+		s.Add([]string{fmt.Sprintf("lock:%02d", i), "1s", "o"})
+	}
+	if out.Len() != 0 {
+		t.Fatalf("printed before the columns were sized:\n%s", out.String())
+	}
+	s.Add([]string{"lock:last-of-the-first-screen", "1s", "o"})
+	if n := strings.Count(out.String(), "\n"); n != streamRows+1 {
+		t.Fatalf("%d lines after %d rows, want the header and every row", n, streamRows)
+	}
+	s.Add([]string{"lock:a-much-longer-key-than-any-of-the-first-screen-0001", "2s", "o"})
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) != streamRows+2 || !strings.Contains(last, "…") || lipgloss.Width(last) > 40 {
+		t.Errorf("the row after the first screen was not printed at once, shortened to 40 columns: %q", last)
+	}
+	if dropped := s.Close(); len(dropped) != 0 {
+		t.Errorf("dropped %v at 40 columns", dropped)
 	}
 }

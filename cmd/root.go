@@ -245,9 +245,13 @@ budget→lease policy, simulates stale writers and other lock failures, puts
 your own worker through real faults (trial), reviews a long task's design,
 and runs a command under a renewed, fenced lock.
 
-Read-only: inspect, watch, lease, simulate (without --redis), checklist.
+Read-only: inspect, watch, diagnose, lease, simulate (without --redis),
+checklist.
 Writing: run, unlock, simulate --redis (under its own key prefix), trial
 (its scratch redis-server, or --redis with --yes).`,
+		Example: `  lockctl lease --budget 1200s
+  lockctl inspect order-demo-001
+  lockctl run order-demo-001 --budget 1200s -- ./import.sh`,
 		Version:       version,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -264,7 +268,7 @@ Writing: run, unlock, simulate --redis (under its own key prefix), trial
 
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.ConfigFile, "config", "", "config file (default ./lockctl.yaml, else <user config dir>/lockctl/config.yaml)")
-	pf.String("redis", "", "Redis URL: redis://[user[:password]@]host[:port][/db], rediss:// for TLS, redis+sentinel://host:port[,...]/master[/db], redis+cluster://host:port[,...], redis+redlock://host:port,host:port,host:port[,...][/db] for inspect and watch (default redis://127.0.0.1:6379/0)")
+	pf.String("redis", "", "Redis URL (default redis://127.0.0.1:6379/0): redis://[user[:password]@]host[:port][/db], rediss:// for TLS, redis+sentinel://host:port[,...]/master[/db], redis+cluster://host:port[,...], redis+redlock://a:6379,b:6379,c:6379[,...][/db] for inspect and watch")
 	flagConfigKey(pf, "redis", keyRedisURL)
 	pf.String("sentinel", "", "connect through Redis Sentinel: host:port[,host:port...] of the sentinels (needs --master-name)")
 	flagConfigKey(pf, "sentinel", keyRedisSentinel)
@@ -305,11 +309,15 @@ Writing: run, unlock, simulate --redis (under its own key prefix), trial
 		NewCmdInspect(f, nil),
 		NewCmdWatch(f, nil),
 		NewCmdTrial(f, nil),
+		NewCmdDiagnose(f, nil),
+		NewCmdExporter(f, nil),
 	)
 	root.SetHelpCommand(newCmdHelp())
+	wrapHelp(root, f.IO)
 	// --version as gh and etcdctl offer it, the same line as `lockctl version`.
 	root.SetVersionTemplate(versionLine(currentVersion()) + "\n")
 	root.InitDefaultCompletionCmd()
+	completionExamples(root)
 	checkArgs(root)
 	return root
 }
@@ -365,8 +373,9 @@ func orList(words []string) string {
 // script goes unseen).
 func newCmdHelp() *cobra.Command {
 	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "Help about any command",
+		Use:     "help [command]",
+		Short:   "Help about any command",
+		Example: "  lockctl help inspect",
 		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			var names []string
 			if len(args) == 0 {
@@ -388,4 +397,75 @@ func newCmdHelp() *cobra.Command {
 			return cmd.Help()
 		},
 	}
+}
+
+// helpWidth is what --help wraps to when its output is not a terminal
+// (the width of a pager, a man page or a review diff).
+const helpWidth = 80
+
+// wrapHelp makes --help wrap flag descriptions to the terminal's width,
+// else helpWidth (issue 32 §4: pflag writes each on one line, up to 295
+// characters), and gives cobra's generated commands (completion) examples.
+func wrapHelp(root *cobra.Command, io *IOStreams) {
+	width := helpWidth
+	if io.OutTTY && io.OutWidth > 0 {
+		width = io.OutWidth
+	}
+	addHelpFuncs.Do(func() {
+		cobra.AddTemplateFunc("flagUsagesWrapped", flagUsagesWrapped)
+	})
+	tmpl := root.UsageTemplate()
+	for _, set := range []string{"LocalFlags", "InheritedFlags"} {
+		tmpl = strings.Replace(tmpl, "{{."+set+".FlagUsages ", fmt.Sprintf("{{flagUsagesWrapped .%s %d ", set, width), 1)
+	}
+	root.SetUsageTemplate(tmpl)
+}
+
+var addHelpFuncs sync.Once
+
+// completionExamples gives cobra's completion command and its shells an
+// Examples section, as every other command has.
+func completionExamples(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Long = wrapWords(c.Long, helpWidth)
+		c.Example = "  source <(lockctl completion bash)\n  lockctl completion zsh > \"${fpath[1]}/_lockctl\""
+		for _, sh := range c.Commands() {
+			sh.Long = wrapWords(sh.Long, helpWidth)
+			sh.Example = "  lockctl completion " + sh.Name() + " --help   # how to load it in every session"
+		}
+	}
+}
+
+// flagUsagesWrapped is pflag's flag list with each description wrapped at
+// spaces to width cells under its own column (pflag's FlagUsagesWrapped
+// stops wrapping at a word longer than what is left of a line).
+func flagUsagesWrapped(fs *pflag.FlagSet, width int) string {
+	lines := strings.Split(strings.TrimRight(fs.FlagUsages(), "\n"), "\n")
+	col := 0 // the descriptions' column: after the flag, two spaces or more
+	for _, l := range lines {
+		spec := strings.TrimLeft(l, " ")
+		if !strings.HasPrefix(spec, "-") {
+			continue
+		}
+		if gap := strings.Index(spec, "  "); gap > 0 {
+			start := len(l) - len(spec) + gap
+			col = max(col, start+len(spec[gap:])-len(strings.TrimLeft(spec[gap:], " ")))
+		}
+	}
+	if col == 0 || width-col < 20 {
+		return strings.Join(lines, "\n") + "\n"
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		if len(l) <= col {
+			b.WriteString(l + "\n")
+			continue
+		}
+		wrapped := wrapWords(l[col:], width-col)
+		b.WriteString(l[:col] + strings.ReplaceAll(wrapped, "\n", "\n"+strings.Repeat(" ", col)) + "\n")
+	}
+	return b.String()
 }

@@ -33,7 +33,8 @@ type RunOptions struct {
 	// Wait is how long to retry while the lock is held (0: one attempt).
 	Wait    time.Duration
 	Backoff lockcore.Backoff
-	// Grace is the time between SIGTERM and SIGKILL, after ClampGrace.
+	// Grace is the time between SIGTERM and SIGKILL, after lockcore's
+	// Lease.ClampGrace.
 	Grace time.Duration
 	// GraceClamped says the --grace asked for did not fit the lease;
 	// GraceNote is the stderr line saying so, written once the run can
@@ -106,8 +107,9 @@ environment:
                     store refuse lower values
   LOCKCTL_DEADLINE  when the budget sends SIGTERM (RFC3339, UTC, ms)
 lockctl's own password variables are removed from it (LOCKCTL_REDIS_PASSWORD,
-LOCKCTL_REDIS_SENTINEL_PASSWORD, REDISCLI_AUTH, and LOCKCTL_REDIS_URL or
-LOCKCTL_REDIS_SENTINEL when they hold a password) unless --pass-secrets.
+LOCKCTL_REDIS_SENTINEL_PASSWORD, REDISCLI_AUTH, LOCKCTL_STORE_PASSWORD, and
+LOCKCTL_REDIS_URL or LOCKCTL_REDIS_SENTINEL when they hold a password)
+unless --pass-secrets.
 
 When the lease is lost (renewal refused, or renewals failing until the lease
 can no longer be proven), the budget ends or the renewal bound is reached,
@@ -140,9 +142,10 @@ Exit codes: the child's own on a normal exit (128+N if signal N ended it);
 75 lock held by another owner; 76 lease lost; 124 budget or renewal bound
 reached; 127 the command cannot be started; 2 usage; 3 Redis unreachable.`
 
-const runExample = `  lockctl run order-demo-001 --budget 1200s -- ./import.sh --order order-demo-001
-  lockctl run order-demo-001 --budget 30s --mode ordinary --wait 10s -- make backfill
-  lockctl run --key cron:nightly --budget 2h --shell -- 'pg_dump shop > "/backup/$LOCKCTL_FENCE.sql"'
+const runExample = `  lockctl run order-demo-001 --budget 1200s -- ./import.sh --order order-demo-1
+  lockctl run order-demo-001 --budget 30s --mode ordinary --wait 10s -- make fix
+  lockctl run --key cron:nightly --budget 2h --shell -- \
+    'pg_dump shop > "/backup/$LOCKCTL_FENCE.sql"'
   lockctl run order-demo-001 --budget 1200s --dry-run -o json -- ./import.sh`
 
 // NewCmdRun returns `lockctl run`; runF replaces the run function in tests.
@@ -188,7 +191,7 @@ func NewCmdRun(f *Factory, runF func(*RunOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if opts.Grace, err = ClampGrace(opts.Lease, g); err != nil {
+			if opts.Grace, err = graceSetting(opts.Lease, g); err != nil {
 				return err
 			}
 			if opts.Grace < g {
@@ -305,6 +308,11 @@ func leaseSetting(f *Factory, budget, mode string) (lockcore.Lease, error) {
 			return lockcore.Lease{}, err
 		}
 	}
+	// The lease of a real lock: a shorter one than the team's, from a
+	// checkout's file, could pass the lock on while the work runs.
+	if err := f.requireTrust("policy."); err != nil {
+		return lockcore.Lease{}, err
+	}
 	p, err := f.policySetting()
 	if err != nil {
 		return lockcore.Lease{}, err
@@ -327,34 +335,17 @@ func nonNegativeDuration(name, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// ClampGrace returns the longest grace (SIGTERM → SIGKILL) the lease leaves
-// room for, at most grace. When renewals fail the child gets SIGTERM at
-// ValidUntil − grace, so grace must end after the first renewal could have
-// been tried: the rule is grace ≤ (lease − cancel margin − renew-every) / 2,
-// half the slack after the first renewal, the other half for its retries
-// (for a fixed lease, renew-every counts as 0). It returns a usage error when
-// the lease is within its cancel margin, or renew-every leaves no slack.
-func ClampGrace(l lockcore.Lease, grace time.Duration) (time.Duration, error) {
+// graceSetting is lockcore's ClampGrace of grace as a usage error.
+func graceSetting(l lockcore.Lease, grace time.Duration) (time.Duration, error) {
+	g, err := l.ClampGrace(grace)
+	var noGrace *lockcore.NoGraceError
 	switch {
-	case lockcore.RenewsAfterEnd(l.Lease, 0):
-		return 0, usageErrorf("lease %s is not longer than its cancel margin %s (lease/100 + 2ms): it can never be proven held; give a longer --budget",
-			lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
-	case lockcore.RenewsAfterEnd(l.Lease, l.RenewEvery):
-		return 0, usageErrorf("renew-every %s is not shorter than the lease %s minus its cancel margin %s: the lease would end before it is renewed",
-			lockcore.FormatDuration(l.RenewEvery), lockcore.FormatDuration(l.Lease), lockcore.FormatDuration(l.CancelMargin))
+	case errors.As(err, &noGrace) && !noGrace.RenewTooLate():
+		return 0, usageErrorf("%v; give a longer --budget", err)
+	case err != nil:
+		return 0, usageErrorf("%v", err)
 	}
-	slack := l.Lease - l.CancelMargin - l.RenewEvery
-	return min(grace, (slack / 2).Truncate(time.Millisecond)), nil
-}
-
-// budgetTerm is when the budget sends SIGTERM, after the acquire: the budget
-// for a renewed lease; for a fixed lease (lease = budget) the lease end minus
-// cancel margin and grace, so the SIGKILL still lands inside the lease.
-func budgetTerm(l lockcore.Lease, grace time.Duration) time.Duration {
-	if !l.Renewable && l.Budget <= l.Lease {
-		return l.Lease - l.CancelMargin - grace
-	}
-	return l.Budget
+	return g, nil
 }
 
 func (opts *RunOptions) plan() RunPlan {
@@ -362,7 +353,7 @@ func (opts *RunOptions) plan() RunPlan {
 		Keys:    PlanKeys{Lock: opts.Keys.Lock, LockHex: inspect.HexIfNotUTF8(opts.Keys.Lock), Fence: opts.Keys.Fence, FenceHex: inspect.HexIfNotUTF8(opts.Keys.Fence)},
 		Command: append([]string{}, opts.Command...), Lease: opts.Lease.Report(),
 		WaitMS: opts.Wait.Milliseconds(), GraceMS: opts.Grace.Milliseconds(), GraceClamped: opts.GraceClamped,
-		BudgetTermMS:        budgetTerm(opts.Lease, opts.Grace).Milliseconds(),
+		BudgetTermMS:        opts.Lease.BudgetStop(opts.Grace).Milliseconds(),
 		LostTermBeforeEndMS: (opts.Lease.CancelMargin + opts.Grace).Milliseconds(),
 		KillBeforeEndMS:     opts.Lease.CancelMargin.Milliseconds(),
 	}
@@ -490,7 +481,7 @@ var afterChildStart = func() {}
 // runChild runs the command under lock with the supervise package (which
 // releases the lock) and turns how the child ended into run's exit code.
 func runChild(ctx context.Context, opts *RunOptions, conn *RedisConn, lock *lockcore.Lock, path string) error {
-	deadline := lock.AcquiredAt.Add(budgetTerm(opts.Lease, opts.Grace))
+	deadline := lock.AcquiredAt.Add(opts.Lease.BudgetStop(opts.Grace))
 	env := append(childEnv(opts.Environ, opts.PassSecrets),
 		"LOCKCTL_KEY="+lock.Keys.Lock,
 		"LOCKCTL_OWNER="+lock.Owner,

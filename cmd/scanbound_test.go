@@ -65,15 +65,7 @@ func endlessScanServer(t *testing.T) (string, *atomic.Int64) {
 			}
 		}
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go serve(c)
-		}
-	}()
+	acceptEach(ln, serve)
 	return ln.Addr().String(), &scans
 }
 

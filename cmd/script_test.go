@@ -59,6 +59,10 @@ func restoreSignalsForChildren() {
 // scripts' cmp files.
 func TestScripts(t *testing.T) {
 	t.Parallel()
+	trialWorkers, err := filepath.Abs("../testdata/trial")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/script",
 		UpdateScripts: golden.Updating(),
@@ -67,6 +71,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("XDG_CONFIG_HOME", env.WorkDir+"/.config")
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv("TRIAL_WORKERS", trialWorkers) // the shell workers the docs and scripts share
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -11,11 +11,12 @@ const redisCLIAuth = "REDISCLI_AUTH"
 
 // secretEnv reports whether the environment entry kv ("NAME=value") is one
 // lockctl reads a password from (docs/secrets.md): LOCKCTL_REDIS_PASSWORD,
-// LOCKCTL_REDIS_SENTINEL_PASSWORD, REDISCLI_AUTH, and LOCKCTL_REDIS_URL or
-// LOCKCTL_REDIS_SENTINEL when a URL in it holds a password (urlHasPassword).
+// LOCKCTL_REDIS_SENTINEL_PASSWORD, REDISCLI_AUTH, LOCKCTL_STORE_PASSWORD,
+// and LOCKCTL_REDIS_URL or LOCKCTL_REDIS_SENTINEL when a URL in it holds a
+// password (urlHasPassword).
 func secretEnv(kv string) bool {
 	name, val, _ := strings.Cut(kv, "=")
-	if name == redisCLIAuth {
+	if name == redisCLIAuth || name == storePasswordEnv {
 		return true
 	}
 	for k := range secretKeys {

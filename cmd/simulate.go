@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/simulate"
 	"github.com/spf13/cobra"
@@ -37,13 +38,14 @@ type SimulateOptions struct {
 	TimeScale float64
 	Prefix    string
 	Conn      func() (*RedisConn, error)
-	// Progress is stderr when it is a terminal (an exploration's progress bar), else nil.
+	// Progress is stderr when it is a terminal and --quiet is not given
+	// (an exploration's progress bar), else nil.
 	Progress io.Writer
 }
 
 // simulateFlags are the values of simulate's flags.
 type simulateFlags struct {
-	list, explore, checkpoints             bool
+	list, explore, checkpoints, quiet      bool
 	file, expect, fenceSource, check, mode string
 	budget, lease, pause, renewEvery       string
 	guards                                 map[string]*bool
@@ -57,9 +59,9 @@ const simulateLong = `Replay a lock failure on a deterministic virtual clock (ms
 processes with a worker and a renewer, a lock service (SET NX PX, owner-checked
 or blind renew/release, a fence counter, expiry on the server's clock,
 failover, clock jumps) and a store that keeps the highest fencing token it has
-seen. It reports every broken invariant (STALE_WRITE_ACCEPTED, OVERLAP,
-FOREIGN_RELEASE, FOREIGN_RENEW, LOCK_LOST_WHILE_WORKING, DUPLICATE_EFFECT,
-FENCE_BACKWARDS), the verdict, and which guard saved, contained or would have
+seen. It reports every broken invariant (` + history.CodeStaleWrite + `, ` + history.CodeOverlap + `,
+` + history.CodeForeignRelease + `, ` + history.CodeForeignRenew + `, ` + history.CodeLockLost + `, ` + history.CodeDuplicate + `,
+` + history.CodeFenceBackwards + `), the verdict, and which guard saved, contained or would have
 saved the run. Guards are on by default; switch one off with --fencing=false,
 --owner-check=false, --cancel-on-loss=false or --idempotency-key=false.
 
@@ -91,17 +93,24 @@ within the validity time (lease - elapsed - drift). Node faults take node: K
 or nodes: [..]. Redlock issues no fencing token: --fencing models one durable
 counter at the store, and --fence-source redis is refused.
 
-Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.`
+Scenario files (--file) follow the schema printed by 'lockctl simulate schema'.
+
+-o html writes one self-contained page (no request of any kind) with the
+swimlanes, faults, fences, violations and timeline, to attach to an incident
+review; -o mermaid a sequence diagram.`
 
 const simulateExample = `  lockctl simulate --list
   lockctl simulate stale-writer
   lockctl simulate stale-writer --fencing=false --check ttl
   lockctl simulate crash-recovery --mode ordinary -o json
   lockctl simulate failover --fence-source store -o mermaid
+  lockctl simulate stale-writer --fencing=false -o html > stale-writer.html
   lockctl simulate redlock-clock-jump --fencing
   lockctl simulate --file incident.yaml --expect safe
-  lockctl simulate renewal-loss --cancel-on-loss=false --explore --runs 10000 --seed 7
-  lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 --time-scale 0.01`
+  lockctl simulate renewal-loss --cancel-on-loss=false --explore \
+    --runs 10000 --seed 7
+  lockctl simulate unsafe-release --redis redis://127.0.0.1:6379/0 \
+    --time-scale 0.01`
 
 // NewCmdSimulate returns `lockctl simulate`; runF replaces the run function in tests.
 func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Command {
@@ -109,7 +118,7 @@ func NewCmdSimulate(f *Factory, runF func(*SimulateOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:               "simulate [SCENARIO] [flags]",
 		Annotations:       outputFormats(simulateFormats),
-		Short:             "Replay stale writers and other lock failures on a virtual clock, or against a real Redis",
+		Short:             "Replay lock failures on a virtual clock, or against a real Redis",
 		Long:              simulateLong,
 		Example:           simulateExample,
 		Args:              cobra.MaximumNArgs(1),
@@ -154,6 +163,7 @@ func (v *simulateFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&v.checkpoints, "checkpoints", false, "checkpoint sends so a take-over resumes instead of starting over")
 	fl.StringVar(&v.expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
 	fl.BoolVar(&v.explore, "explore", false, "search the schedules around the scenario (pause, partition, crash, call and clock jump times and lengths)")
+	addQuietFlag(cmd, &v.quiet)
 	fl.IntVar(&v.grid, "grid", 12, fmt.Sprintf("points per dimension of the exhaustive exploration grid (lowered to stay under %d schedules)", simulate.MaxGridSchedules))
 	fl.IntVar(&v.runs, "runs", 10000, "random schedules to explore (with --seed; implies random exploration, instead of --grid)")
 	fl.Uint64Var(&v.seed, "seed", 1, "seed of the random exploration")
@@ -163,7 +173,7 @@ func (v *simulateFlags) register(cmd *cobra.Command) {
 		"mode":         {"trusted", "ordinary"},
 		"fence-source": {simulate.FenceRedis, simulate.FenceStore},
 		"check":        {simulate.CheckNone, simulate.CheckTTL},
-		"expect":       {simulate.VerdictSafe, simulate.VerdictUnsafe},
+		"expect":       {history.VerdictSafe, history.VerdictUnsafe},
 	} {
 		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
@@ -177,13 +187,17 @@ func (v *simulateFlags) options(f *Factory, cmd *cobra.Command, args []string) (
 	if err != nil {
 		return nil, err
 	}
+	// A configured run format is a preference (Factory.Output): where it cannot draw, the table.
+	if runFormat(format) && f.settingSource(cmd, keyOutput) != "flag" && (v.list || v.explore || cmd.Flags().Changed("redis")) {
+		format = defaultFormat(simulateFormats)
+	}
 	if err := emptyFlags(cmd, "prefix"); err != nil {
 		return nil, err
 	}
 	opts := &SimulateOptions{Printer: f.newPrinter(format), List: v.list, Explore: v.explore,
 		ExploreOpts: simulate.ExploreOptions{Runs: v.runs, Seed: v.seed, Grid: v.grid, Random: cmd.Flags().Changed("runs") || cmd.Flags().Changed("seed")}}
 	if v.expect != "" {
-		if err := choice("expect", v.expect, simulate.VerdictSafe, simulate.VerdictUnsafe); err != nil {
+		if err := choice("expect", v.expect, history.VerdictSafe, history.VerdictUnsafe); err != nil {
 			return nil, err
 		}
 		opts.Expect = v.expect
@@ -191,7 +205,7 @@ func (v *simulateFlags) options(f *Factory, cmd *cobra.Command, args []string) (
 	if v.list {
 		return opts, listFlags(cmd, args, format)
 	}
-	if format == formatMermaid && v.explore {
+	if runFormat(format) && v.explore {
 		return nil, usageErrorf("output %q is not available with --explore; use table, json or yaml", format)
 	}
 	if opts.Scenario, err = v.scenario(f, cmd, args); err != nil {
@@ -215,7 +229,7 @@ func (v *simulateFlags) options(f *Factory, cmd *cobra.Command, args []string) (
 		}
 	}
 	opts.Ctx = cmd.Context()
-	if f.IO.ErrTTY {
+	if f.IO.ErrTTY && !v.quiet {
 		opts.Progress = f.IO.ErrOut
 	}
 	if cmd.Flags().Changed("redis") {
@@ -227,7 +241,7 @@ func (v *simulateFlags) options(f *Factory, cmd *cobra.Command, args []string) (
 }
 
 // listFlags refuses (exit 2) a scenario, another flag of simulate or
-// -o mermaid beside --list.
+// -o mermaid or junit beside --list.
 func listFlags(cmd *cobra.Command, args []string, format string) error {
 	if len(args) > 0 {
 		return usageErrorf("--list describes every built-in scenario; drop %q or drop --list", args[0])
@@ -241,7 +255,7 @@ func listFlags(cmd *cobra.Command, args []string, format string) error {
 	if other != "" {
 		return usageErrorf("--%s does not apply to --list; drop one of them", other)
 	}
-	if format == formatMermaid {
+	if runFormat(format) {
 		return usageErrorf("output %q is not available with --list; use table, json or yaml", format)
 	}
 	return nil
@@ -463,7 +477,8 @@ func newCmdSimulateSchema(f *Factory) *cobra.Command {
 		Long: `Print the JSON Schema (draft 2020-12) every --file scenario is validated
 against. Durations are strings with a unit (500ms, 30s, 20m, 13h).`,
 		Example: `  lockctl simulate schema > scenario.schema.json
-  lockctl simulate schema | jq '."$defs".event.properties.do.enum'   # the event actions`,
+  # the event actions:
+  lockctl simulate schema | jq '."$defs".event.properties.do.enum'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := f.IO.Out.Write(simulate.Schema())
@@ -488,17 +503,29 @@ func simulateRun(opts *SimulateOptions) error {
 	if opts.Live {
 		return simulateLive(opts, res)
 	}
-	if p.Format == formatMermaid {
-		_, err := fmt.Fprint(p.Out, mermaid(res))
-		if err != nil {
-			return err
-		}
-		return expectVerdict(opts.Expect, res.Verdict)
+	switch p.Format {
+	case formatMermaid:
+		_, err = fmt.Fprint(p.Out, mermaid(res.History()))
+	case formatJUnit:
+		// One case, timed 0: the virtual clock's time is not the run's.
+		run := res.History()
+		err = writeJUnit(p.Out, "lockctl simulate", "lockctl.simulate",
+			[]junitRun{{Name: res.Scenario, Verdict: res.Verdict, Violations: len(res.Violations), Found: run.Violations}})
+	case formatHTML:
+		err = htmlReport(p.Out, res.History(), simulateHTMLExtra(res))
+	default:
+		err = p.Print(res, func(t *TableView) { resultTable(t, res) })
 	}
-	if err := p.Print(res, func(t *TableView) { resultTable(t, res) }); err != nil {
+	if err != nil {
 		return err
 	}
 	return expectVerdict(opts.Expect, res.Verdict)
+}
+
+// runFormat says whether format draws one run (mermaid, junit, html): not a
+// list, an exploration or a live comparison.
+func runFormat(format string) bool {
+	return format == formatMermaid || format == formatJUnit || format == formatHTML
 }
 
 func expectVerdict(expect, verdict string) error {

@@ -29,8 +29,8 @@ type SimulateLiveResult struct {
 // simulateLive runs the scenario against Redis and prints both verdicts;
 // --expect judges the live verdict.
 func simulateLive(opts *SimulateOptions, model simulate.Result) error {
-	if opts.Printer.Format == formatMermaid {
-		return usageErrorf("output %q is not available in live mode; use table, json or yaml", formatMermaid)
+	if runFormat(opts.Printer.Format) {
+		return usageErrorf("output %q is not available in live mode; use table, json or yaml", opts.Printer.Format)
 	}
 	conn, err := opts.Conn()
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/simulate"
 )
@@ -36,7 +36,7 @@ func resultTable(t *TableView, res simulate.Result) {
 	header, rows := timelineRows(res)
 	t.Table(header, rows)
 	t.Line("")
-	for _, l := range swimlane(st, res, laneWidth(t.Width())) {
+	for _, l := range swimlane(st, res.History(), laneWidth(t.Width())) {
 		t.Line("%s", l)
 	}
 	t.Line("")
@@ -96,7 +96,8 @@ func fmtMS(v int64) string { return lockcore.FormatDuration(time.Duration(v) * t
 func timelineRows(res simulate.Result) ([]string, [][]string) {
 	header := []string{"time", "actor", "event", "ok", "lock", "store", "note"}
 	rows := make([][]string, 0, len(res.Events))
-	for _, e := range res.Events {
+	steps := res.History().Steps
+	for i, e := range res.Events {
 		at := fmtMS(e.AtMS)
 		kind := e.Kind
 		if e.Count > 1 {
@@ -117,7 +118,7 @@ func timelineRows(res simulate.Result) ([]string, [][]string) {
 		}
 		row := []string{at, e.Actor, kind, ok, lock, store, e.Note}
 		if res.Nodes > 1 {
-			row = slices.Insert(row, 5, nodesCell(e.Nodes))
+			row = slices.Insert(row, 5, nodesCell(steps[i].Nodes))
 		}
 		rows = append(rows, row)
 	}
@@ -129,7 +130,7 @@ func timelineRows(res simulate.Result) ([]string, [][]string) {
 
 // nodesCell is each Redlock node's holder after an event, in node order:
 // the holder's name, · when free, x when down.
-func nodesCell(nodes []simulate.NodeView) string {
+func nodesCell(nodes []history.Node) string {
 	out := make([]string, len(nodes))
 	for i, n := range nodes {
 		switch {
@@ -154,132 +155,6 @@ func nodesText(ks []int) string {
 		return "node " + s[0]
 	}
 	return "nodes " + strings.Join(s, ", ")
-}
-
-// laneWidth is the swimlane's width in columns: 60, or fewer (at least 10)
-// to fit beside the labels on a terminal width columns wide (0: no limit).
-func laneWidth(width int) int {
-	if width <= 0 {
-		return 60
-	}
-	return max(min(60, width-laneLabelWidth), 10)
-}
-
-// swimlane draws one lane per actor over width columns plus the lock's
-// holder, with a legend: █ working with the lock, ▓ working without it,
-// ░ paused, ~ cut off from Redis, = in a blocking call, x crashed.
-func swimlane(st *Styles, res simulate.Result, width int) []string {
-	end := max(res.EndMS, 1)
-	from := func(c int) int64 { return end * int64(c) / int64(width) }
-	axis := fmt.Sprintf("%s0%s%s", strings.Repeat(" ", laneLabelWidth), strings.Repeat(" ", max(width-1-len(fmtMS(end)), 1)), fmtMS(end))
-	out := []string{axis}
-	for _, lane := range res.Lanes {
-		var b strings.Builder
-		b.WriteString(st.Lane.Label.Render(lane.Actor))
-		run, runStyle := "", (*lipgloss.Style)(nil)
-		flush := func() {
-			if run != "" && runStyle != nil {
-				b.WriteString(runStyle.Render(run))
-			} else {
-				b.WriteString(run)
-			}
-			run = ""
-		}
-		for c := range width {
-			ch, style := laneChar(st, lane, from(c), max(from(c+1), from(c)+1))
-			if style != runStyle {
-				flush()
-				runStyle = style
-			}
-			run += ch
-		}
-		flush()
-		out = append(out, strings.TrimRight(b.String(), " "))
-	}
-	var lock strings.Builder
-	lock.WriteString(st.Lane.Label.Render("lock"))
-	for c := range width {
-		t := (from(c) + from(c+1)) / 2
-		holder := "·"
-		for _, e := range res.Events {
-			if e.AtMS > t {
-				break
-			}
-			holder = "·"
-			if e.Lock != nil {
-				holder = e.Lock.Holder[:1]
-			}
-		}
-		lock.WriteString(holder)
-	}
-	out = append(out, lock.String())
-	out = append(out, nodeLanes(st, res, width, from)...)
-	out = append(out, st.Muted.Render("legend: █ working with the lock  ▓ working without it  ░ paused  ~ cut off from Redis  = blocking call  x crashed  · lock free"))
-	return out
-}
-
-// nodeLanes draws one row per Redlock node (none with one server): the
-// first letter of its key's holder over time, · when free, x when down.
-func nodeLanes(st *Styles, res simulate.Result, width int, from func(int) int64) []string {
-	if res.Nodes <= 1 {
-		return nil
-	}
-	out := make([]string, 0, res.Nodes)
-	for k := range res.Nodes {
-		var b strings.Builder
-		b.WriteString(st.Lane.Label.Render("n" + strconv.Itoa(k+1)))
-		for c := range width {
-			t := (from(c) + from(c+1)) / 2
-			ch := "·"
-			for _, e := range res.Events {
-				if e.AtMS > t {
-					break
-				}
-				switch n := e.Nodes[k]; {
-				case n.Down:
-					ch = "x"
-				case n.Holder == "":
-					ch = "·"
-				default:
-					ch = n.Holder[:1]
-				}
-			}
-			b.WriteString(ch)
-		}
-		out = append(out, b.String())
-	}
-	return out
-}
-
-// laneChar is the most telling state of a lane in [from, to): crashed, then
-// working without the lock, then working, call, cut off, paused, idle.
-func laneChar(st *Styles, lane simulate.Lane, from, to int64) (string, *lipgloss.Style) {
-	best, ch, style := 0, " ", (*lipgloss.Style)(nil)
-	for _, s := range lane.Segments {
-		if s.ToMS <= from || s.FromMS >= to {
-			continue
-		}
-		rank, c, sty := 0, " ", (*lipgloss.Style)(nil)
-		switch {
-		case s.State == simulate.LaneCrashed:
-			rank, c, sty = 7, "x", &st.Lane.Crashed
-		case s.State == simulate.LaneIdle:
-		case s.State == simulate.LanePaused:
-			rank, c, sty = 2, "░", &st.Lane.Paused
-		case !s.Holds:
-			rank, c, sty = 6, "▓", &st.Lane.Lost
-		case s.State == simulate.LaneWorking:
-			rank, c, sty = 5, "█", &st.Lane.Holding
-		case s.State == simulate.LaneCall:
-			rank, c, sty = 4, "=", &st.Lane.Call
-		case s.State == simulate.LanePartitioned:
-			rank, c, sty = 3, "~", &st.Lane.Partitioned
-		}
-		if rank > best {
-			best, ch, style = rank, c, sty
-		}
-	}
-	return ch, style
 }
 
 // listTable renders `lockctl simulate --list`: one row per built-in

@@ -63,7 +63,7 @@ func TestSimulateGolden(t *testing.T) {
 
 func TestSimulateFormats(t *testing.T) {
 	t.Parallel()
-	for _, format := range []string{"mermaid", "yaml"} {
+	for _, format := range []string{"mermaid", "yaml", "junit"} {
 		out, errOut, code := execute(t, "simulate", "failover", "--fence-source", "store", "-o", format)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
@@ -88,6 +88,7 @@ func TestSimulateExpect(t *testing.T) {
 		{[]string{"simulate", "stale-writer", "--fencing=false", "--expect", "safe"}, 1},
 		{[]string{"simulate", "stale-writer", "--fencing=false"}, 0},
 		{[]string{"simulate", "failover", "--expect", "unsafe", "-o", "mermaid"}, 0},
+		{[]string{"simulate", "failover", "--expect", "safe", "-o", "junit"}, 1},
 		{[]string{"simulate", "renewal-loss", "--explore", "--expect", "safe"}, 0},
 		{[]string{"simulate", "renewal-loss", "--cancel-on-loss=false", "--explore", "--expect", "safe"}, 1},
 	} {

@@ -85,7 +85,7 @@ func (s *Styles) Level(word string) string {
 	switch word {
 	case "error", "fail", "unsafe", "lost":
 		return s.Error.Render(word)
-	case "warning", "warn", "manual":
+	case "warning", "warn", "manual", "inconclusive":
 		return s.Warn.Render(word)
 	case "ok", "pass", "safe", "info":
 		return s.OK.Render(word)

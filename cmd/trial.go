@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
+	"github.com/lockctl/lockctl/internal/contain"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/trial"
 	"github.com/redis/go-redis/v9"
@@ -16,7 +18,7 @@ import (
 )
 
 // trialFormats are trial's -o formats.
-var trialFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid, formatJUnit}
+var trialFormats = []string{formatTable, formatJSON, formatYAML, formatMermaid, formatJUnit, formatHTML}
 
 // TrialOptions are the inputs of `lockctl trial`.
 type TrialOptions struct {
@@ -32,6 +34,11 @@ type TrialOptions struct {
 	Conn func() (*RedisConn, error)
 	// Store is the --store database, created afresh for each run (nil: none).
 	Store *trialStore
+	// Cleanup only drops what killed trials left (--cleanup), running none.
+	Cleanup bool
+	// Progress is stderr when it is a terminal and --quiet is not given
+	// (a live line per run), else nil.
+	Progress io.Writer
 }
 
 // trialFlags are the values of trial's flags.
@@ -40,22 +47,27 @@ type trialFlags struct {
 	duration, faultDuration, grace string
 	nemeses                        []string
 	seed                           uint64
-	lockPattern, expect            string
-	yes, keep, failFast            bool
+	lockPattern, expect, contain   string
+	yes, keep, failFast, cleanup   bool
+	quiet                          bool
 	store, schema, history, check  string
+	queryTimeout                   string
 }
 
 const trialLong = `Put your own worker through faults against a real Redis and judge what it did.
 
-lockctl starts --workers copies of COMMAND (no shell), each in a process group
-of its own, with REDIS_URL (its own loopback proxy to Redis), LOCKCTL_TRIAL_WORKER
-(1..N) and LOCKCTL_TRIAL_SEED in its environment, and starts each again when it
-exits or is killed, until --duration ends; then SIGTERM, and SIGKILL after
---grace. Meanwhile a nemesis injects faults on a schedule drawn from --seed:
+lockctl starts --workers copies of COMMAND (no shell), each in a process tree
+held as a whole (a cgroup of its own, else as lockctl's adopted children:
+--containment), with REDIS_URL (its own loopback proxy to Redis),
+LOCKCTL_TRIAL_WORKER (1..N) and LOCKCTL_TRIAL_SEED in its environment, and
+starts each again when it exits or is killed, until --duration ends; then
+SIGTERM, and SIGKILL after --grace. Meanwhile a nemesis injects faults on a
+schedule drawn from --seed:
 
-  pause      SIGSTOP the worker holding a --lock-pattern key (else a random
-             one) for --fault-duration, then SIGCONT: the GC pause
-  kill       SIGKILL it; it is started again
+  pause      freeze (or SIGSTOP) the whole tree of the worker holding a
+             --lock-pattern key (else a random one) for --fault-duration,
+             then thaw it: the GC pause
+  kill       SIGKILL its whole tree; it is started again
   partition  its Redis traffic stalls for --fault-duration (its proxy holds it)
   expire     PEXPIRE a held --lock-pattern key to 1ms: an early expiry
   restart    restart the scratch redis-server empty (not with --redis)
@@ -64,24 +76,37 @@ Judged: the client history (JSON lines workers print on stdout:
 {"op":"invoke"|"ok"|"fail","resource":...,"fence":...,"key":...,"seq":...}):
 an ok write with a fence below one committed before it (by seq, the commit
 order the write returned, else one that had returned before it was invoked)
-is STALE_WRITE_ACCEPTED, a repeated key DUPLICATE_EFFECT; and the lock
+is ` + history.CodeStaleWrite + `, a repeated key ` + history.CodeDuplicate + `; writes that
+report the value they read ("read") and wrote ("value") are checked with
+Porcupine as one register per resource: no order of them is
+` + history.CodeNotLinearizable + ` (a lost update), with the smallest failing part; and the lock
 timeline sampled from the --lock-pattern keys as watch does
-(FENCE_BACKWARDS). With --store, a scratch database (postgres://, mysql://
+(` + history.CodeFenceBackwards + `). With --store, a scratch database (postgres://, mysql://
 or sqlite:PATH) created for the run, given to the workers as DATABASE_URL
 and dropped at the end: --history SQL (the committed writes with columns
 fence and key) and --check SQL (rows that break your invariant:
-INVARIANT_VIOLATED). The verdict is safe or unsafe, as simulate's.
+` + history.CodeInvariant + `). The verdict is safe or unsafe, as simulate's, or
+inconclusive when nothing was seen to judge (no worker started, or no
+operation and no lock event): it never passes --expect safe.
 
 By default Redis is a scratch redis-server lockctl starts on a free loopback
 port and stops at the end. --redis URL uses that server instead and WRITES to
 it (the workers, the expire nemesis), so it needs --yes. Keys without a TTL
-are taken for counters, not locks. docs/trial.md has the whole story.`
+are taken for counters, not locks. Each start drops the scratch state of
+trials whose lockctl was killed (--cleanup does only that). -o html writes
+one self-contained page (no request of any kind): the workers' swimlanes,
+faults, violations and each lost update's failing part, drawn and in
+Porcupine's own view. docs/trial.md has the whole story.`
 
 const trialExample = `  lockctl trial -- ./worker.sh
-  lockctl trial --workers 3 --duration 20s --nemesis pause --fault-duration 3s --seed 7 -- python3 worker.py
+  lockctl trial --workers 3 --duration 20s --nemesis pause --fault-duration 3s \
+    --seed 7 -- python3 worker.py
   lockctl trial --runs 10 --expect safe -o junit -- ./worker.sh > trial.xml
-  lockctl trial --store sqlite:/tmp --schema schema.sql --history 'SELECT fence, key FROM writes ORDER BY id' -- ./worker.sh
-  lockctl trial --redis redis://127.0.0.1:6380/0 --yes -- ./worker.sh`
+  lockctl trial --nemesis pause -o html -- ./worker.sh > trial.html
+  lockctl trial --store sqlite:/tmp --schema schema.sql \
+    --history 'SELECT fence, key FROM writes ORDER BY id' -- ./worker.sh
+  lockctl trial --redis redis://127.0.0.1:6380/0 --yes -- ./worker.sh
+  lockctl trial --cleanup --store postgres://postgres@127.0.0.1/postgres`
 
 // NewCmdTrial returns `lockctl trial`; runF replaces the run function in tests.
 func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
@@ -89,7 +114,7 @@ func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:         "trial [flags] -- COMMAND [ARGS...]",
 		Annotations: outputFormats(trialFormats),
-		Short:       "Run your own worker under pauses, kills, partitions and early expiry, and judge its history (writes to Redis)",
+		Short:       "Run your worker under faults, judge its history (writes to Redis)",
 		Long:        trialLong,
 		Example:     trialExample,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,12 +140,16 @@ func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
 	fl.BoolVar(&v.failFast, "fail-fast", false, "end a run at the first violation the workers' history shows (the time to a counterexample)")
 	fl.StringVar(&v.expect, "expect", "", "exit 1 unless the verdict is this: safe or unsafe (for CI)")
 	fl.BoolVar(&v.yes, "yes", false, "allow writing to the --redis server (the workers and the nemesis write to it)")
-	fl.StringVar(&v.store, "store", "", "scratch database for the workers: postgres://..., mysql://... or sqlite:PATH (DATABASE_URL)")
+	fl.StringVar(&v.store, "store", "", "scratch database for the workers: postgres://..., mysql://... or sqlite:PATH (DATABASE_URL; its password in LOCKCTL_STORE_PASSWORD)")
 	fl.StringVar(&v.schema, "schema", "", "SQL file run on the scratch database before the workers start")
 	fl.StringVar(&v.history, "history", "", "SQL returning the committed writes in commit order: columns fence and key (nullable), optionally resource")
 	fl.StringVar(&v.check, "check", "", "SQL returning the rows that break your invariant")
 	fl.BoolVar(&v.keep, "keep", false, "keep the scratch database and print its name")
-	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{trial.VerdictSafe, trial.VerdictUnsafe}, cobra.ShellCompDirectiveNoFileComp))
+	fl.StringVar(&v.queryTimeout, "query-timeout", "60s", "time the --history and --check queries may take, before the workers start and after they stop")
+	fl.StringVar(&v.contain, "containment", "auto", "how each worker's process tree is held: auto (cgroup where one can be made, else subreaper), cgroup or subreaper (Linux)")
+	fl.BoolVar(&v.cleanup, "cleanup", false, "run no trial: drop the scratch state (Redis directories, cgroups, --store databases) of killed trials and list it")
+	addQuietFlag(cmd, &v.quiet)
+	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{history.VerdictSafe, history.VerdictUnsafe}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("nemesis", cobra.FixedCompletions(append(trial.FaultKinds, "none"), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -130,6 +159,9 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 	format, err := f.Output(trialFormats...)
 	if err != nil {
 		return nil, err
+	}
+	if v.cleanup {
+		return v.cleanupOptions(f, cmd, args, format)
 	}
 	dash := cmd.ArgsLenAtDash()
 	if dash < 0 || dash > 0 || len(args) == 0 {
@@ -159,6 +191,12 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 	if v.lockPattern == "" {
 		return nil, emptyFlagError("lock-pattern")
 	}
+	if err := choice("containment", v.contain, "auto", contain.ModeCgroup, contain.ModeSubreaper); err != nil {
+		return nil, err
+	}
+	if v.contain != "auto" {
+		o.Containment = v.contain
+	}
 	if err := checkGlob("lock-pattern", v.lockPattern); err != nil {
 		return nil, err
 	}
@@ -166,8 +204,11 @@ func (v *trialFlags) options(f *Factory, cmd *cobra.Command, args []string) (*Tr
 		o.Seed = uint64(time.Now().UnixNano() % 1_000_000)
 	}
 	opts := &TrialOptions{Printer: f.newPrinter(format), ErrOut: f.IO.ErrOut, Ctx: cmd.Context(), Trial: o, Runs: v.runs}
+	if f.IO.ErrTTY && !v.quiet {
+		opts.Progress = f.IO.ErrOut
+	}
 	if v.expect != "" {
-		if err := choice("expect", v.expect, trial.VerdictSafe, trial.VerdictUnsafe); err != nil {
+		if err := choice("expect", v.expect, history.VerdictSafe, history.VerdictUnsafe); err != nil {
 			return nil, err
 		}
 		opts.Expect = v.expect
@@ -205,6 +246,9 @@ func (v *trialFlags) givenRedis(f *Factory, cmd *cobra.Command, opts *TrialOptio
 }
 
 func trialRun(opts *TrialOptions) error {
+	if opts.Cleanup {
+		return trialCleanup(opts)
+	}
 	o := opts.Trial
 	if opts.Conn != nil {
 		conn, err := opts.Conn()
@@ -229,7 +273,16 @@ func trialRun(opts *TrialOptions) error {
 	var err error
 	for i := range opts.Runs {
 		o.Seed = opts.Trial.Seed + uint64(i)
-		res, err = trialOnce(opts, o)
+		stop := func() {}
+		if opts.Progress != nil {
+			run := ""
+			if opts.Runs > 1 {
+				run = fmt.Sprintf("run %d/%d ", i+1, opts.Runs)
+			}
+			o.Progress, stop = trialProgress(opts.Progress, run)
+		}
+		res, err = trialOnce(opts, o, i == 0)
+		stop()
 		if err != nil && !res.Interrupted {
 			return trialError(err)
 		}
@@ -237,13 +290,13 @@ func trialRun(opts *TrialOptions) error {
 		if opts.Runs > 1 {
 			fmt.Fprintf(opts.ErrOut, "lockctl: trial run %d/%d, seed %d: %s\n", i+1, opts.Runs, o.Seed, res.Verdict)
 		}
-		if res.Verdict == trial.VerdictUnsafe || err != nil {
+		if res.Verdict == history.VerdictUnsafe || err != nil {
 			break
 		}
 	}
 	if opts.Runs > 1 {
 		res.Runs = summaries
-		if res.Verdict == trial.VerdictUnsafe {
+		if res.Verdict == history.VerdictUnsafe {
 			res.CounterexampleSeed = &res.Seed
 		}
 	}
@@ -256,9 +309,14 @@ func trialRun(opts *TrialOptions) error {
 	return expectVerdict(opts.Expect, res.Verdict)
 }
 
-// trialOnce runs one trial, in a scratch database of its own with --store.
-func trialOnce(opts *TrialOptions, o trial.Options) (trial.Result, error) {
+// trialOnce runs one trial, in a scratch database of its own with --store;
+// the first also drops what killed trials left, once the --store server
+// answered (a server that cannot be reached is Open's error alone).
+func trialOnce(opts *TrialOptions, o trial.Options, first bool) (trial.Result, error) {
 	if opts.Store == nil {
+		if first {
+			dropOrphans(opts)
+		}
 		return trial.Run(opts.Ctx, o)
 	}
 	drop, rep, err := opts.Store.open(opts.Ctx, &o, opts.ErrOut)
@@ -266,8 +324,14 @@ func trialOnce(opts *TrialOptions, o trial.Options) (trial.Result, error) {
 		return trial.Result{}, err
 	}
 	defer drop()
+	if first {
+		dropOrphans(opts)
+	}
 	res, err := trial.Run(opts.Ctx, o)
 	res.Store = rep
+	if n := opts.Store.judgeNote; n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	return res, err
 }
 

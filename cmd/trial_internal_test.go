@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/trial"
 )
 
@@ -12,11 +13,11 @@ import (
 // store.
 func trialSample() trial.Result {
 	fence := int64(3)
-	return trial.Result{Verdict: trial.VerdictUnsafe, Seed: 7, Workers: 2, DurationMS: 4000, Command: []string{"./w.sh"}, Nemeses: []string{"pause", "restart"},
+	return trial.Result{Verdict: history.VerdictUnsafe, Seed: 7, Workers: 2, DurationMS: 4000, Command: []string{"./w.sh"}, Nemeses: []string{"pause", "restart"},
 		Events: []trial.Event{{AtMS: 100, Key: "lock:a", Event: "ACQUIRED", Worker: 1}, {AtMS: 1900, Key: "lock:a", Event: "EXPIRED", Worker: 1}, {AtMS: 2000, Key: "lock:a", Event: "ACQUIRED"}},
 		Faults: []trial.Fault{{Kind: "pause", AtMS: 1000, DurationMS: 1500, Worker: 1, Key: "lock:a", Note: "holds lock:a"}, {Kind: "restart", AtMS: 3000, Note: "redis-server restarted empty"}},
-		Violations: []trial.Violation{{Code: trial.CodeStaleWrite, AtMS: 2600, Worker: 1, Source: trial.SourceClient, Fence: &fence, Detail: "fence 3 after 4"},
-			{Code: trial.CodeInvariant, AtMS: 4000, Source: trial.SourceStore, Detail: "1 row", Rows: [][]string{{"9", "11"}}}}}
+		Violations: []trial.Violation{{Code: history.CodeStaleWrite, AtMS: 2600, Worker: 1, Source: trial.SourceClient, Fence: &fence, Detail: "fence 3 after 4"},
+			{Code: history.CodeInvariant, AtMS: 4000, Source: trial.SourceStore, Detail: "1 row", Rows: [][]string{{"9", "11"}}}}}
 }
 
 func TestTrialRowsInTimeOrder(t *testing.T) {
@@ -34,7 +35,7 @@ func TestTrialRowsInTimeOrder(t *testing.T) {
 // TestTrialMermaid: every note is over a declared participant: faults on
 // Redis and unknown holders over R, the store's violations over S.
 func TestTrialMermaid(t *testing.T) {
-	out := trialMermaid(trialSample())
+	out := mermaid(trialSample().History())
 	for _, want := range []string{"participant w2", "participant S as Store", "w1->>R: 100ms acquired lock:a", "Note over w1: 1s FAULT pause 1.5s: holds lock:a",
 		"Note over R: 3s FAULT restart: redis-server restarted empty", "Note over R: 2s lock:a acquired (-)", "Note over S: INVARIANT_VIOLATED at 4s: 1 row"} {
 		if !strings.Contains(out, want) {

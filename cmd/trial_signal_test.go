@@ -11,7 +11,8 @@ import (
 )
 
 // TestTrialInterrupt: Ctrl-C during a pause continues the paused worker,
-// stops every worker, prints the partial verdict and exits 130.
+// stops every worker and the helpers they started in sessions of their
+// own, prints the partial verdict and exits 130.
 func TestTrialInterrupt(t *testing.T) {
 	t.Parallel()
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -20,11 +21,11 @@ func TestTrialInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startLockctl(t, "redis://127.0.0.1:1/0", "trial", "--duration", "1m", "--fault-duration", "30s", "--nemesis", "pause",
-		"--seed", "1", "--workers", "2", "--", "sh", "-c", `echo $$ >> "$0"; exec "$1"`, pids, worker)
+		"--seed", "1", "--workers", "2", "--", "sh", "-c", `echo $$ >> "$0"; setsid sleep 3001 & echo $! >> "$0"; exec "$1"`, pids, worker)
 	stopped := ""
 	for deadline := time.Now().Add(10 * time.Second); stopped == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		for _, pid := range readPids(t, pids) {
-			if procState(pid) == "T" {
+			if paused(pid) {
 				stopped = pid
 			}
 		}
@@ -46,7 +47,7 @@ func TestTrialInterrupt(t *testing.T) {
 	}
 	for _, pid := range readPids(t, pids) {
 		if st := procState(pid); st != "" && st != "Z" {
-			t.Errorf("worker %s still there (state %s) after lockctl exited", pid, st)
+			t.Errorf("worker or helper %s still there (state %s) after lockctl exited", pid, st)
 		}
 	}
 }
@@ -57,6 +58,26 @@ func readPids(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Fields(string(b))
+}
+
+// paused reports whether pid is stopped (state T: SIGSTOP) or frozen in
+// its cgroup v2 (cgroup.freeze, where a trial has cgroups; state S then).
+func paused(pid string) bool {
+	if procState(pid) == "T" {
+		return true
+	}
+	b, _ := os.ReadFile("/proc/" + pid + "/cgroup")
+	for _, l := range strings.Split(string(b), "\n") {
+		if path, ok := strings.CutPrefix(l, "0::"); ok {
+			for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				ev, _ := os.ReadFile(filepath.Join(mount, path, "cgroup.events"))
+				if strings.Contains(string(ev), "frozen 1") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // procState is the state letter of pid in /proc (R, S, T, Z, ...), "" when gone.

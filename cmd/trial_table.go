@@ -1,14 +1,12 @@
 package cmd
 
 import (
-	"encoding/xml"
 	"fmt"
-	"sort"
-	"strconv"
+	"io"
 	"strings"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/inspect"
-	"github.com/lockctl/lockctl/simulate"
 	"github.com/lockctl/lockctl/trial"
 )
 
@@ -18,10 +16,12 @@ import (
 func printTrial(p *Printer, res trial.Result) error {
 	switch p.Format {
 	case formatMermaid:
-		_, err := fmt.Fprint(p.Out, trialMermaid(res))
+		_, err := fmt.Fprint(p.Out, mermaid(res.History()))
 		return err
 	case formatJUnit:
 		return trialJUnit(p, res)
+	case formatHTML:
+		return trialHTML(p.Out, res)
 	}
 	return p.Print(res, func(t *TableView) { trialTable(t, res) })
 }
@@ -35,19 +35,23 @@ func trialTable(t *TableView, res trial.Result) {
 	if nem == "" {
 		nem = "none"
 	}
-	t.Line("redis: %s; nemesis: %s; %s", res.Redis, nem, plural(res.Ops, "client operation", "client operations"))
+	t.Line("redis: %s; containment: %s; nemesis: %s; %s", res.Redis, res.Containment, nem, plural(res.Ops, "client operation", "client operations"))
 	t.Line("lock timeline: %s", eventCounts(res.Events))
 	t.Line("")
 	header, rows := trialRows(res)
 	t.Table(header, rows)
 	t.Line("")
-	for _, l := range swimlane(st, trialAsSimulation(res), laneWidth(t.Width())) {
+	for _, l := range swimlane(st, res.History(), laneWidth(t.Width())) {
 		t.Line("%s", l)
 	}
 	t.Line("")
-	t.Line("verdict: %s", st.Level(res.Verdict))
+	if res.Partial {
+		t.Line("verdict: %s (partial: Redis refused the lock timeline, see the notes)", st.Level(res.Verdict))
+	} else {
+		t.Line("verdict: %s", st.Level(res.Verdict))
+	}
 	for _, v := range res.Violations {
-		t.Line("  %s %s at %s (%s, %s): %s", st.Level("error"), v.Code, fmtMS(v.AtMS), trialWorker(v.Worker), v.Source, oneLineText(v.Detail))
+		t.Line("  %s %s at %s (%s, %s): %s", st.Level("error"), v.Code, fmtMS(v.AtMS), trial.WorkerName(v.Worker), v.Source, oneLineText(v.Detail))
 		for _, r := range v.Rows {
 			t.Line("    %s", oneLineText(strings.Join(r, " | ")))
 		}
@@ -59,10 +63,8 @@ func trialTable(t *TableView, res trial.Result) {
 		}
 		t.Line("%s", line)
 	}
-	if res.CounterexampleSeed != nil {
-		t.Line("counterexample: seed %d (run %d of the series)", *res.CounterexampleSeed, len(res.Runs))
-	} else if len(res.Runs) > 1 {
-		t.Line("no counterexample in %d runs (seeds %d..%d)", len(res.Runs), res.Runs[0].Seed, res.Runs[len(res.Runs)-1].Seed)
+	if s := seriesLine(res); s != "" {
+		t.Line("%s", s)
 	}
 	for _, n := range res.Notes {
 		t.Line("note: %s", n)
@@ -109,15 +111,15 @@ func trialRows(res trial.Result) ([]string, [][]string) {
 		if f.DurationMS > 0 {
 			what += " " + fmtMS(f.DurationMS)
 		}
-		rows = append(rows, row{f.AtMS, []string{fmtMS(f.AtMS), trialWorker(f.Worker), "FAULT " + what, f.Key, f.Note}})
+		rows = append(rows, row{f.AtMS, []string{fmtMS(f.AtMS), trial.WorkerName(f.Worker), "FAULT " + what, f.Key, f.Note}})
 	}
 	for _, e := range res.Events {
 		if telling[e.Event] {
-			rows = append(rows, row{e.AtMS, []string{fmtMS(e.AtMS), trialWorker(e.Worker), e.Event, e.Key, e.Detail}})
+			rows = append(rows, row{e.AtMS, []string{fmtMS(e.AtMS), trial.WorkerName(e.Worker), e.Event, e.Key, e.Detail}})
 		}
 	}
 	for _, v := range res.Violations {
-		rows = append(rows, row{v.AtMS, []string{fmtMS(v.AtMS), trialWorker(v.Worker), v.Code, v.Resource, v.Detail}})
+		rows = append(rows, row{v.AtMS, []string{fmtMS(v.AtMS), trial.WorkerName(v.Worker), v.Code, v.Resource, v.Detail}})
 	}
 	// Stable by time: faults before the events and violations they caused.
 	for i := 1; i < len(rows); i++ {
@@ -132,171 +134,68 @@ func trialRows(res trial.Result) ([]string, [][]string) {
 	return []string{"time", "worker", "event", "key", "detail"}, out
 }
 
-func trialWorker(w int) string {
-	if w <= 0 {
-		return "-"
-	}
-	return "w" + strconv.Itoa(w)
-}
-
-// trialAsSimulation is a trial in simulate's shape, for its swimlane
-// renderer: workers as actors, lock events and faults as events (the
-// lock's holder named by its worker's number), violations as theirs.
-func trialAsSimulation(res trial.Result) simulate.Result {
-	sim := simulate.Result{Scenario: "trial of " + strings.Join(res.Command, " "), Verdict: res.Verdict, EndMS: res.DurationMS, Lanes: res.Lanes}
-	for _, l := range res.Lanes {
-		sim.Actors = append(sim.Actors, l.Actor)
-	}
-	var evs []simulate.Event
-	for _, e := range res.Events {
-		se := simulate.Event{AtMS: e.AtMS, Actor: trialWorker(e.Worker), Kind: strings.ToLower(e.Event), OK: true, Note: e.Key + ": " + e.Detail}
-		switch e.Event {
-		case inspect.EventHeld, inspect.EventAcquired, inspect.EventTakeover, inspect.EventRenewed, inspect.EventTTLJump:
-			holder := "?"
-			if e.Worker > 0 {
-				holder = strconv.Itoa(e.Worker)
-			}
-			se.Lock = &simulate.LockView{Holder: holder, PTTLMS: e.PTTLMS}
-		}
-		evs = append(evs, se)
-	}
-	for _, f := range res.Faults {
-		evs = append(evs, simulate.Event{AtMS: f.AtMS, Actor: trialWorker(f.Worker), Kind: "fault_" + f.Kind, OK: true, Note: f.Note, Lock: lockAt(evs, f.AtMS)})
-	}
-	for i := 1; i < len(evs); i++ {
-		for j := i; j > 0 && evs[j].AtMS < evs[j-1].AtMS; j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
-		}
-	}
-	sim.Events = evs
-	for _, v := range res.Violations {
-		sim.Violations = append(sim.Violations, simulate.Violation{Code: v.Code, AtMS: v.AtMS, Actor: trialWorker(v.Worker), Message: v.Detail})
-	}
-	return sim
-}
-
-// lockAt is the lock view in force at ms among the lock events so far.
-func lockAt(evs []simulate.Event, ms int64) *simulate.LockView {
-	var l *simulate.LockView
-	for _, e := range evs {
-		if e.AtMS <= ms && !strings.HasPrefix(e.Kind, "fault_") {
-			l = e.Lock
-		}
-	}
-	return l
-}
-
-// trialJUnit writes one test case per run (per seed), failed when unsafe,
-// with the violations as the failure's text.
+// trialJUnit writes one test case per run (per seed), failed when unsafe
+// or inconclusive, with the reported run's violations as its failure's text.
 func trialJUnit(p *Printer, res trial.Result) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr"`
-		Text    string `xml:",chardata"`
+	summaries := res.Runs
+	if len(summaries) == 0 {
+		summaries = []trial.RunSummary{{Seed: res.Seed, Verdict: res.Verdict, Violations: len(res.Violations), DurationMS: res.DurationMS}}
 	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Time      string   `xml:"time,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-	}
-	type suite struct {
-		XMLName  xml.Name   `xml:"testsuite"`
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Cases    []testcase `xml:"testcase"`
-	}
-	runs := res.Runs
-	if len(runs) == 0 {
-		runs = []trial.RunSummary{{Seed: res.Seed, Verdict: res.Verdict, Violations: len(res.Violations), DurationMS: res.DurationMS}}
-	}
-	s := suite{Name: "lockctl trial " + strings.Join(res.Command, " "), Tests: len(runs)}
-	for _, r := range runs {
-		c := testcase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "lockctl.trial", Time: fmt.Sprintf("%.3f", float64(r.DurationMS)/1000)}
-		if r.Verdict == trial.VerdictUnsafe {
-			s.Failures++
-			var b strings.Builder
-			if r.Seed == res.Seed {
-				for _, v := range res.Violations {
-					fmt.Fprintf(&b, "%s at %s (%s): %s\n", v.Code, fmtMS(v.AtMS), trialWorker(v.Worker), v.Detail)
-				}
-			}
-			c.Failure = &failure{Message: fmt.Sprintf("unsafe: %d violations", r.Violations), Type: "unsafe", Text: b.String()}
+	runs := make([]junitRun, 0, len(summaries))
+	for _, r := range summaries {
+		jr := junitRun{Name: fmt.Sprintf("seed %d", r.Seed), DurationMS: r.DurationMS, Verdict: r.Verdict, Violations: r.Violations}
+		if r.Seed == res.Seed {
+			jr.Found = res.History().Violations
 		}
-		s.Cases = append(s.Cases, c)
+		runs = append(runs, jr)
 	}
-	if _, err := fmt.Fprint(p.Out, xml.Header); err != nil {
-		return err
-	}
-	enc := xml.NewEncoder(p.Out)
-	enc.Indent("", "  ")
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintln(p.Out)
-	return err
+	return writeJUnit(p.Out, "lockctl trial "+strings.Join(res.Command, " "), "lockctl.trial", runs)
 }
 
-// trialMermaid renders a trial as a Mermaid sequence diagram: the workers'
-// acquisitions and releases as messages to Redis, expiries, faults on Redis
-// and violations as notes, in time order.
-func trialMermaid(res trial.Result) string {
-	var b strings.Builder
-	clean := strings.NewReplacer(";", ",", "#", "no. ", "\n", " ").Replace
-	line := func(format string, args ...any) { fmt.Fprintf(&b, "    "+format+"\n", args...) }
-	type item struct {
-		at   int64
-		text string
+// seriesLine says what a --runs series found, the run shown being its
+// last: "counterexample: seed 7 (run 3 of the series)"; "" for one run.
+func seriesLine(res trial.Result) string {
+	switch {
+	case res.CounterexampleSeed != nil:
+		return fmt.Sprintf("counterexample: seed %d (run %d of the series)", *res.CounterexampleSeed, len(res.Runs))
+	case len(res.Runs) > 1:
+		return fmt.Sprintf("no counterexample in %d runs (seeds %d..%d); the last is shown", len(res.Runs), res.Runs[0].Seed, res.Runs[len(res.Runs)-1].Seed)
 	}
-	var items []item
-	add := func(at int64, format string, args ...any) {
-		items = append(items, item{at, clean(fmt.Sprintf(format, args...))})
+	return ""
+}
+
+// trialHTML writes the trial as htmlReport's page: its swimlanes, the
+// facts of its table's heading, each NOT_LINEARIZABLE violation's failing
+// window with Porcupine's visualization of it, its notes and timeline.
+func trialHTML(w io.Writer, res trial.Result) error {
+	nem := strings.Join(res.Nemeses, ", ")
+	if nem == "" {
+		nem = "none"
 	}
-	store := false
-	for _, e := range res.Events {
-		switch {
-		case e.Worker > 0 && (e.Event == inspect.EventAcquired || e.Event == inspect.EventTakeover || e.Event == inspect.EventHeld):
-			add(e.AtMS, "w%d->>R: %s acquired %s", e.Worker, fmtMS(e.AtMS), e.Key)
-		case e.Worker > 0 && e.Event == inspect.EventReleased:
-			add(e.AtMS, "w%d->>R: %s released %s", e.Worker, fmtMS(e.AtMS), e.Key)
-		default:
-			add(e.AtMS, "Note over R: %s %s %s (%s)", fmtMS(e.AtMS), e.Key, strings.ToLower(e.Event), trialWorker(e.Worker))
-		}
+	extra := htmlExtra{Heading: fmt.Sprintf("trial of %s", oneLineText(strings.Join(res.Command, " "))), Notes: res.Notes,
+		Facts: []string{
+			fmt.Sprintf("%d workers, %s, seed %d; nemesis: %s; %s", res.Workers, fmtMS(res.DurationMS), res.Seed, nem, plural(res.Ops, "client operation", "client operations")),
+			fmt.Sprintf("redis: %s; containment: %s; lock timeline: %s", res.Redis, res.Containment, eventCounts(res.Events)),
+		}}
+	if res.Linearizable != "" {
+		extra.Facts = append(extra.Facts, "linearizability check (Porcupine): "+res.Linearizable)
 	}
-	for _, f := range res.Faults {
-		over := "R"
-		if f.Worker > 0 && f.Kind != trial.FaultExpire {
-			over = trialWorker(f.Worker)
-		}
-		what := f.Kind
-		if f.DurationMS > 0 {
-			what += " " + fmtMS(f.DurationMS)
-		}
-		add(f.AtMS, "Note over %s: %s FAULT %s: %s", over, fmtMS(f.AtMS), what, f.Note)
+	if s := seriesLine(res); s != "" {
+		extra.Facts = append(extra.Facts, s)
 	}
+	extra.Timeline.Header, extra.Timeline.Rows = trialRows(res)
 	for _, v := range res.Violations {
-		over := trialWorker(v.Worker)
-		switch {
-		case v.Source == trial.SourceStore:
-			over, store = "S", true
-		case v.Worker <= 0:
-			over = "R"
+		if v.Code != history.CodeNotLinearizable {
+			continue
 		}
-		add(v.AtMS, "Note over %s: %s at %s: %s", over, v.Code, fmtMS(v.AtMS), v.Detail)
+		win := htmlWindow{Resource: v.Resource, Detail: v.Detail, Rows: v.Rows}
+		if v.Linearization != nil {
+			var b strings.Builder
+			if err := v.Linearization.Visualize(&b); err == nil {
+				win.Porcupine = b.String()
+			}
+		}
+		extra.Windows = append(extra.Windows, win)
 	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].at < items[j].at })
-	b.WriteString("sequenceDiagram\n")
-	line("title %s: %s (seed %d)", clean("trial of "+strings.Join(res.Command, " ")), res.Verdict, res.Seed)
-	for w := 1; w <= res.Workers; w++ {
-		line("participant w%d", w)
-	}
-	line("participant R as Redis")
-	if store {
-		line("participant S as Store")
-	}
-	for _, it := range items {
-		line("%s", it.text)
-	}
-	return b.String()
+	return htmlReport(w, res.History(), extra)
 }

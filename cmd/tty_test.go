@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,9 +175,10 @@ func TestRunChildReadsTheTerminalStdinRedirected(t *testing.T) {
 // script's read failed.
 func TestRunInScriptBackgroundLeavesTheTerminal(t *testing.T) {
 	srv := redistest.Start(t)
-	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 10s -- sleep 1 & echo started; read x; echo "sh got $x"; wait`)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startProgOnTTY(t, testEnv(srv.URL()), "sh", "-c", `lockctl run order-demo-001 --budget 10s -- sh -c 'echo $$ > "$1"; exec sleep 1' sh "$1" & echo started; read x; echo "sh got $x"; wait`, "sh", pidFile)
 	p.waitOutput(t, "started")
-	time.Sleep(300 * time.Millisecond) // lockctl has started the child
+	readPID(t, pidFile) // lockctl has started the child (a fixed sleep was too short under load)
 	p.typ(t, "hello\n")
 	p.waitOutput(t, "sh got hello")
 	p.wantExit(t, 0)
@@ -190,6 +192,18 @@ func (p *ttyProc) fgReadsHello(t *testing.T) {
 	p.typ(t, "hello\n")
 	p.waitOutput(t, "got hello")
 	p.waitOutput(t, "[jobshell: exit 0]")
+}
+
+// waitWaiting waits until sh (pid) has a child and sleeps, waiting for it.
+func waitWaiting(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+		if processState(pid) == 'S' && len(strings.TrimSpace(string(b))) > 0 {
+			return
+		}
+	}
+	t.Fatalf("sh (pid %d) is not waiting for a child after 10s", pid)
 }
 
 func (p *ttyProc) typ(t *testing.T, s string) {
@@ -237,7 +251,13 @@ func TestRunCtrlZPastTheLease(t *testing.T) {
 	p.waitOutput(t, "ready")
 	p.typ(t, "\x1a")
 	p.waitOutput(t, "[jobshell: stopped]")
-	time.Sleep(1500 * time.Millisecond) // the 1s lease expires in Redis
+	// Until the 1s lease has expired in Redis (seen there, not slept for).
+	rdb := srv.Client(t)
+	for deadline := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock of a stopped lockctl is still there after 10s")
+		}
+	}
 	// Typed with fg: a child that went on would read it.
 	p.typ(t, "fg\nlate\n")
 	p.waitOutput(t, "the command was killed without being continued")
@@ -262,7 +282,7 @@ func TestRunBgThenFg(t *testing.T) {
 	p.waitOutput(t, "ready")
 	// Ctrl-Z once sh waits for sleep: one typed while sh forks it was, at
 	// times, lost by sh itself (no stop, no SIGCHLD to lockctl).
-	time.Sleep(200 * time.Millisecond)
+	waitWaiting(t, child)
 	p.typ(t, "\x1a")
 	p.waitOutput(t, "[jobshell: stopped]")
 	p.typ(t, "bg\n")
@@ -365,7 +385,7 @@ func TestRunPipelinePagerReadsAfterChild(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	p := startProgOnTTY(t, testEnv(srv.URL()), "jobshell", "sh", "-c",
-		`lockctl run order-demo-001 --budget 30s --lease-cap 1s --grace 200ms -- sh -c 'echo $PPID > "$1"; echo $$ > "$2"; echo ready >&2; read x; echo "child got $x" >&2; echo go; sleep 3; echo done >&2' sh `+filepath.Join(dir, "ppid")+" "+filepath.Join(dir, "child")+` | { read l; read y < /dev/tty; echo "pager got $y"; }`)
+		`lockctl run order-demo-001 --budget 30s --lease-cap 2s --grace 200ms -- sh -c 'echo $PPID > "$1"; echo $$ > "$2"; echo ready >&2; read x; echo "child got $x" >&2; echo go; sleep 5; echo done >&2' sh `+filepath.Join(dir, "ppid")+" "+filepath.Join(dir, "child")+` | { read l; read y < /dev/tty; echo "pager got $y"; }`)
 	lockctl := readPID(t, filepath.Join(dir, "ppid"))
 	p.waitOutput(t, "ready")
 	p.typ(t, "hello\n")
@@ -374,7 +394,7 @@ func TestRunPipelinePagerReadsAfterChild(t *testing.T) {
 	if s := processState(lockctl); s == 'T' {
 		t.Errorf("lockctl stopped (SIGTTIN for its group) while the child runs on")
 	}
-	time.Sleep(1200 * time.Millisecond) // past the 1s lease: only renewals keep the key
+	time.Sleep(2200 * time.Millisecond) // past the 2s lease (1s ran out under load before the child ran): only renewals keep the key
 	if !alive(readPID(t, filepath.Join(dir, "child"))) {
 		t.Fatal("the child exited early")
 	}
@@ -428,20 +448,21 @@ func ctrlZAtStart(t *testing.T, url, value string, rounds int) {
 	dir := t.TempDir()
 	for i := range rounds {
 		ready := filepath.Join(dir, strconv.Itoa(i))
-		p := startOnTTY(t, url, "run", value, "--budget", "30s", "--", "sh", "-c", `: > "$1"; read x; echo "got $x"`, "sh", ready)
+		// GOGC=1: a collection while a child is stopped before its exec
+		// froze lockctl (the forking thread is held in vfork); often, then.
+		p := startProgOnTTY(t, append(testEnv(url), "GOGC=1"), "lockctl", "run", value, "--budget", "30s", "--", "sh", "-c", `: > "$1"; read x; echo "got $x"`, "sh", ready)
 		// Ctrl-Z, again and again, until the child runs. (The terminal
 		// discards its output at each one: the child says so in a file.)
 		started := false
-		for deadline := time.Now().Add(5 * time.Second); !started && time.Now().Before(deadline); {
+		// A generous bound: the Ctrl-Z flood slows a loaded 2-core machine's lockctl a lot.
+		for deadline := time.Now().Add(30 * time.Second); !started && time.Now().Before(deadline); {
 			p.typ(t, "\x1a")
 			time.Sleep(50 * time.Microsecond)
 			_, err := os.Stat(ready)
 			started = err == nil
 		}
 		if !started {
-			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Process.Pid, p.Process.Pid))
-			t.Fatalf("round %d: the child did not start: lockctl is in state %q, its child %s in state %q", i,
-				processState(p.Process.Pid), kids, processState(atoi(strings.TrimSpace(string(kids)))))
+			t.Fatalf("round %d: the child did not start within 30s: %s", i, stuckStart(p))
 		}
 		time.Sleep(50 * time.Millisecond)
 		p.typ(t, "hello\n")
@@ -450,6 +471,47 @@ func ctrlZAtStart(t *testing.T, url, value string, rounds int) {
 			t.Fatalf("round %d: exit %d: %q", i, code, p.out.String())
 		}
 	}
+}
+
+// stuckStart describes a lockctl whose child never ran: the state, exe,
+// wait channel and signal masks of it, its threads and its children (of
+// every thread: Go forks from any), then its goroutines, which SIGABRT
+// prints to the terminal (SIGQUIT would go to the child).
+func stuckStart(p *ttyProc) string {
+	pid := p.Process.Pid
+	var b strings.Builder
+	fmt.Fprintf(&b, "lockctl %d is in state %q;", pid, processState(pid))
+	proc := func(dir string) string {
+		exe, _ := os.Readlink(dir + "/exe")
+		wchan, _ := os.ReadFile(dir + "/wchan")
+		status, _ := os.ReadFile(dir + "/status")
+		var sig []string
+		for l := range strings.SplitSeq(string(status), "\n") {
+			if strings.HasPrefix(l, "State") || strings.HasPrefix(l, "Sig") || strings.HasPrefix(l, "ShdPnd") {
+				sig = append(sig, strings.Join(strings.Fields(l), " "))
+			}
+		}
+		return fmt.Sprintf("%s runs %s, waits in %s, %s", dir, exe, wchan, strings.Join(sig, ", "))
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, task := range tasks {
+		fmt.Fprintf(&b, "\n  thread %s", proc(task))
+		kids, _ := os.ReadFile(task + "/children")
+		for _, k := range strings.Fields(string(kids)) {
+			cmdline, _ := os.ReadFile("/proc/" + k + "/cmdline")
+			fmt.Fprintf(&b, "\n  child %s (%q)", proc("/proc/"+k), cmdline)
+		}
+	}
+	_ = p.Process.Signal(syscall.SIGABRT)
+	time.Sleep(2 * time.Second)
+	p.mu.Lock()
+	out := p.out.String()
+	p.mu.Unlock()
+	out = strings.ReplaceAll(out, "^Z", "") // the terminal's echo of each Ctrl-Z
+	if len(out) > 20000 {
+		out = out[len(out)-20000:]
+	}
+	return b.String() + "\n" + out
 }
 
 func atoi(s string) int {
@@ -521,13 +583,15 @@ func TestRunCtrlZPastTheBudget(t *testing.T) {
 	for i := range 4 {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			t.Parallel()
-			p, _ := startInJob(t, srv.URL(), "run", "order-demo-00"+strconv.Itoa(i), "--budget", "1500ms", "--lease-cap", "1s", "--grace", "200ms",
+			// A 2s lease: a 1s one ran out, beside two CPU burners, before
+			// the child printed (the watchdog rightly killed it).
+			p, _ := startInJob(t, srv.URL(), "run", "order-demo-00"+strconv.Itoa(i), "--budget", "3s", "--lease-cap", "2s", "--grace", "200ms",
 				"--", "sh", "-c", `echo ready; sleep 10`)
 			p.waitOutput(t, "ready")
 			time.Sleep(200 * time.Millisecond) // see TestRunBgThenFg: sh forking sleep
 			p.typ(t, "\x1a")
 			p.waitOutput(t, "[jobshell: stopped]")
-			time.Sleep(2 * time.Second) // past the lease and the budget
+			time.Sleep(3500 * time.Millisecond) // past the lease and the budget
 			p.typ(t, "fg\n")
 			p.waitOutput(t, "[jobshell: exit ")
 			p.mu.Lock()

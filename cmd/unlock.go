@@ -71,7 +71,8 @@ type UnlockResult struct {
 	ValueBytes int64 `json:"value_bytes,omitempty"`
 	Truncated  bool  `json:"truncated,omitempty"`
 	// dump is the DUMP of a key that is not a string, as shown: --force
-	// deletes it only while it still serializes the same (dumpDelete).
+	// deletes it only while it still serializes the same (lockcore's
+	// Locker.ReleaseDump).
 	dump string
 }
 
@@ -81,8 +82,8 @@ func NewCmdUnlock(f *Factory, runF func(*UnlockOptions) error) *cobra.Command {
 	var force, yes bool
 	cmd := &cobra.Command{
 		Use:         "unlock (VALUE | --key KEY) (--owner TOKEN | --force)",
-		Annotations: outputFormats(dataFormats),
-		Short:       "Delete a lock if its owner still holds it, or force it (writes to Redis)",
+		Annotations: outputFormats(unlockFormats),
+		Short:       "Delete a lock if its owner still holds it (writes to Redis)",
 		Long: `Delete a lock.
 
 WRITES TO REDIS: one owner-checked delete (compare the exact bytes, then DEL,
@@ -106,7 +107,7 @@ Exit codes: 0 deleted; 1 nothing deleted; 2 usage; 3 Redis unreachable.`,
   lockctl unlock --key lock:OrderId:order-demo-001 --force
   lockctl unlock order-demo-001 --force --yes -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			format, err := f.Output(dataFormats...)
+			format, err := f.Output(unlockFormats...)
 			if err != nil {
 				return err
 			}
@@ -167,6 +168,7 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 	if opts.Force && !opts.Yes && !opts.InTTY {
 		return usageErrorf("--force asks for confirmation on a terminal; stdin is not one: add --yes to delete without asking")
 	}
+	start := time.Now()
 	conn, err := opts.Redis(ctx)
 	if err != nil {
 		return err
@@ -177,7 +179,9 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 			return err
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
+	// Connecting and reading the lock wait one --timeout together; the
+	// delete, after a prompt perhaps, gets one of its own.
+	cctx, cancel := context.WithDeadline(ctx, start.Add(conn.Timeout))
 	defer cancel()
 	res, err := readLock(cctx, conn.Client, opts.Key, opts.Force)
 	if err != nil {
@@ -234,8 +238,8 @@ func unlockRun(ctx context.Context, opts *UnlockOptions) error {
 	if err := opts.Printer.Print(res, func(t *TableView) {
 		t.Line("%s", unlockSentence(res, t.Styles()))
 		if res.Type != "none" {
-			header, rows := unlockRows(res)
-			t.Table(header, rows)
+			cols, rows := unlockRows(res)
+			t.Objects(cols, rows)
 		}
 	}); err != nil {
 		return err
@@ -367,25 +371,18 @@ func readOther(ctx context.Context, c redis.UniversalClient, res UnlockResult, d
 	return res, nil
 }
 
-// dumpDelete deletes KEYS[1] only if it still serializes (DUMP: type and
-// contents, not the TTL) to ARGV[1]; it returns 1 if deleted, else 0.
-var dumpDelete = redis.NewScript(`if redis.call('DUMP', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-
 // forceDelete deletes exactly what was shown: the value, compared and
 // deleted in one script, or, for a key that is not a lock string, its
 // DUMP. It returns lockcore.ErrNotHeld when the key changed in between
-// (another holder's lock, a renewed Redisson hash) or is gone.
+// (another holder's lock, a re-entered Redisson hash) or is gone.
 func forceDelete(ctx context.Context, conn *RedisConn, res UnlockResult) error {
 	cctx, cancel := context.WithTimeout(ctx, conn.Timeout)
 	defer cancel()
+	lk := lockcore.NewLocker(conn.Client)
 	if res.Value != nil {
-		return lockcore.NewLocker(conn.Client).ReleaseValue(cctx, res.Key, *res.Value)
+		return lk.ReleaseValue(cctx, res.Key, *res.Value)
 	}
-	n, err := dumpDelete.Run(cctx, conn.Client, []string{res.Key}, res.dump).Int64()
-	if err == nil && n == 0 {
-		return lockcore.ErrNotHeld
-	}
-	return err
+	return lk.ReleaseDump(cctx, res.Key, res.dump)
 }
 
 // confirm asks on stderr and reads one line from stdin; only y or yes
@@ -442,7 +439,7 @@ func unlockSentence(res UnlockResult, st *Styles) string {
 }
 
 // unlockRows is the pure row builder of the unlock table.
-func unlockRows(res UnlockResult) ([]string, [][]string) {
+func unlockRows(res UnlockResult) ([]Column, [][]string) {
 	owner, fence, pttl := "-", "-", "-"
 	switch {
 	case res.Fence != nil:
@@ -455,6 +452,8 @@ func unlockRows(res UnlockResult) ([]string, [][]string) {
 	if res.PTTLMS != nil {
 		pttl = pttlText(time.Duration(*res.PTTLMS) * time.Millisecond)
 	}
-	return []string{"key", "type", "owner", "fence", "pttl", "verdict", "deleted"},
+	// The sentence above the table gives the owner whole when its column goes.
+	return []Column{{Name: "key", Shorten: true}, {Name: "type", Rank: 6}, {Name: "owner", Rank: 3},
+			{Name: "fence", Rank: 5}, {Name: "pttl", Rank: 4}, {Name: "verdict", Rank: 1}, {Name: "deleted", Rank: 2}},
 		[][]string{{oneLineText(res.Key), res.Type, oneLineText(owner), fence, pttl, res.Verdict, strconv.FormatBool(res.Deleted)}}
 }

@@ -36,17 +36,24 @@ type WatchOptions struct {
 	RedlockLease time.Duration
 	// Permits is --permits: the most holders a semaphore may admit (0: unchecked).
 	Permits int64
+	// Pattern is --pattern: follow every lock it matches (watch_pattern.go);
+	// ScanRate is --scan-rate in keyspace entries per second (0: spread).
+	Pattern  string
+	ScanRate int64
+	// Declared are the layouts of the inspect.layouts file, compiled.
+	Declared []inspect.Declared
 }
 
 // NewCmdWatch returns `lockctl watch`; runF replaces the run function in tests.
 func NewCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	var keys []string
 	var interval, duration, lease string
-	var permits int64
+	var permits, scanRate int64
+	var pattern string
 	cmd := &cobra.Command{
-		Use:         "watch [VALUE...] [--key KEY]...",
+		Use:         "watch [VALUE...] [--key KEY]... [--pattern GLOB]",
 		Annotations: outputFormats(watchFormats),
-		Short:       "Sample lock keys and print one line per ownership event (read-only)",
+		Short:       "Print one line per ownership event of lock keys (read-only)",
 		Long: `Sample the lock key(s) every --interval for --duration (or until Ctrl-C) and
 print one line per event:
 
@@ -56,8 +63,9 @@ print one line per event:
   RELEASED             the key went away well before its TTL
   EXPIRED              the key went away at its TTL
   TAKEOVER             the owner changed with no gap seen
-  TTL_JUMP             an earlier expiry, or the TTL fell faster than time passed
-  FENCE_BACKWARDS      the fencing counter decreased
+  TTL_JUMP             an earlier expiry, or the TTL fell faster than time
+                       passed
+  ` + inspect.EventFenceBackwards + `      the fencing counter decreased
   RENEWED_PAST_BOUND   the same owner kept renewing past the renewal bound
   OVER_ADMITTED        a semaphore or shared lock admits more holders than it
                        may (a writer with company, or more than --permits)
@@ -67,6 +75,14 @@ NODE_UP say when one stops or starts answering, and the quorum has its own:
 QUORUM_HELD / QUORUM_FREE at the first sample, QUORUM_ACQUIRED, QUORUM_LOST
 and SPLIT (docs/redlock.md).
 
+--pattern GLOB follows every lock the glob matches instead (docs/monitoring.md):
+repeated SCAN passes, each paced to --scan-rate keyspace entries per second
+(default: DBSIZE / --interval, so a pass spreads over the interval, which
+is then 10s), on every primary of a cluster; events between passes, and
+FINDING / FINDING_CLEARED when a key's findings change; between passes
+too when the server sends keyspace notifications (never required). Over a
+redis+redlock:// URL every node is scanned, each key's quorum followed.
+
 -o jsonl prints one JSON object per event. Read-only: each sample is the
 same pipelined reads as inspect. A sample that fails (a dropped connection,
 a Sentinel failover, a cluster resharding) is retried for up to --timeout,
@@ -74,7 +90,8 @@ with one line on stderr, before watch gives up with exit 3; so does a
 --duration that ends while samples fail.`,
 		Example: `  lockctl watch order-demo-001
   lockctl watch --key concurrent-test2 --interval 1s --renew-bound 1m -o jsonl
-  lockctl watch order-demo-001 --duration 30s`,
+  lockctl watch order-demo-001 --duration 30s
+  lockctl watch --pattern 'lock:*' --scan-rate 20000 -o jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := f.Output(watchFormats...)
 			if err != nil {
@@ -87,8 +104,12 @@ with one line on stderr, before watch gives up with exit 3; so does a
 			if opts.RedlockLease, err = f.redlockLease(lease); err != nil {
 				return err
 			}
-			if len(args) == 0 && len(keys) == 0 {
-				return usageErrorf("give a VALUE (e.g. order-demo-001) or --key KEY")
+			if err := checkWatchPattern(cmd, args, keys, pattern, scanRate, &interval); err != nil {
+				return err
+			}
+			opts.Pattern, opts.ScanRate = pattern, scanRate
+			if len(args) == 0 && len(keys) == 0 && pattern == "" {
+				return usageErrorf("give a VALUE (e.g. order-demo-001), --key KEY or --pattern GLOB")
 			}
 			if err := checkValuesKeys(args, keys); err != nil {
 				return err
@@ -113,6 +134,9 @@ with one line on stderr, before watch gives up with exit 3; so does a
 			if opts.KeySpec, opts.FenceFor, err = f.lockKeySettings(); err != nil {
 				return err
 			}
+			if opts.Declared, err = f.declaredLayouts(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -126,6 +150,7 @@ with one line on stderr, before watch gives up with exit 3; so does a
 	fl.StringVar(&duration, "duration", "", "stop after this long from the connection, between samples (the first is always taken; default: until Ctrl-C)")
 	addRedlockLeaseFlag(cmd, &lease)
 	addPermitsFlag(cmd, &permits)
+	addWatchPatternFlags(cmd, &pattern, &scanRate)
 	addKeyFlags(cmd)
 	addPolicyFlags(cmd)
 	return cmd
@@ -143,6 +168,12 @@ func watchWindow(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func watchRun(opts *WatchOptions) error {
+	if opts.Pattern != "" && opts.Redlock != nil {
+		return redlockPatternRun(opts)
+	}
+	if opts.Pattern != "" {
+		return watchPatternRun(opts)
+	}
 	if opts.Redlock != nil {
 		return redlockWatchRun(opts)
 	}
@@ -153,7 +184,7 @@ func watchRun(opts *WatchOptions) error {
 	defer conn.Close()
 	ctx, cancel := watchWindow(opts.Ctx, opts.Duration)
 	defer cancel()
-	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap, Permits: opts.Permits}
+	iopts := &InspectOptions{Values: opts.Values, Keys: opts.Keys, KeySpec: opts.KeySpec, FenceFor: opts.FenceFor, LeaseCap: opts.LeaseCap, Permits: opts.Permits, Declared: opts.Declared}
 	res, err := resolveKeys(iopts, conn.Cluster)
 	if err != nil {
 		return err

@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/creack/pty"
+	"github.com/lockctl/lockctl/internal/golden"
 	"github.com/lockctl/lockctl/internal/redistest"
 )
 
@@ -132,7 +134,6 @@ func TestTablesFitTheTerminal(t *testing.T) {
 	env := []string{"LOCKCTL_REDIS_URL=" + srv.URL()}
 	commands := [][]string{
 		{"lease", "--budget", "1200s"},
-		{"inspect", "--pattern", "*"},
 		{"checklist", "--spec", spec},
 		{"checklist"},
 		{"simulate", "--list"},
@@ -166,3 +167,72 @@ func TestTablesFitTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Object tables keep one row per lock at any width and never split a key,
+// an owner token or a timestamp (issue 32 §1-2): at 80 and 160 columns no
+// line is wider than the terminal, every row is one line, what a narrow
+// terminal leaves out of the table is printed whole below it, and -o wide
+// keeps every column.
+func TestObjectTablesNeverSplit(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	owner := "5f0c2b6f3e1a4d7c9b8a6e5d4c3b2a19"
+	long := "lock:OrderId:a-very-long-order-identifier-from-the-shop-frontend-0001"
+	for k, v := range map[string]string{"lock:OrderId:order-demo-001": "12:" + owner, "horizon:lock:x": "1", long: "7:" + owner} {
+		if err := c.Set(bg, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"LOCKCTL_REDIS_URL=" + srv.URL()}
+	for _, cols := range []uint16{80, 160} {
+		t.Run(strconv.Itoa(int(cols)), func(t *testing.T) {
+			t.Parallel()
+			out := outputOnTTY(t, cols, env, "inspect", "--pattern", "*")
+			lines := strings.Split(out, "\n")
+			for _, l := range lines {
+				// A word wider than the terminal stands alone on its line.
+				if w := lipgloss.Width(l); w > int(cols) && strings.Contains(l, " ") {
+					t.Errorf("a line is %d wide: %q", w, l)
+				}
+			}
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "KEY ") && strings.Contains(l, "FINDINGS") }) {
+				t.Errorf("no one-line header with KEY and FINDINGS:\n%s", out)
+			}
+			// The token, the long key and each row appear whole on one line.
+			for _, whole := range []string{owner, long, "horizon:lock:x"} {
+				if !strings.Contains(out, whole) {
+					t.Errorf("%q is not whole on one line:\n%s", whole, out)
+				}
+			}
+			golden.Assert(t, []byte(out), "")
+			wide := outputOnTTY(t, cols, env, "inspect", "--pattern", "*", "-o", "wide")
+			if !strings.Contains(wide, "EXPIRES AT") || !strings.Contains(wide, "OWNER") {
+				t.Errorf("-o wide left out a column:\n%s", wide)
+			}
+		})
+	}
+	t.Run("unlock", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t)
+		if err := srv.Client(t).Set(bg, "lock:OrderId:order-demo-001", "12:"+owner, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{"LOCKCTL_REDIS_URL=" + srv.URL()}
+		out := outputOnTTY(t, 80, env, "unlock", "order-demo-001", "--owner", owner)
+		if !strings.Contains(out, owner) {
+			t.Errorf("the owner token is not whole on one line:\n%s", out)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if w := lipgloss.Width(l); w > 80 {
+				t.Errorf("a line is %d wide: %q", w, l)
+			}
+		}
+		golden.Assert(t, []byte(mask(out)), "")
+	})
+}
+
+// pttlMask hides a live PTTL.
+var pttlMask = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s)\b`)
+
+func mask(s string) string { return pttlMask.ReplaceAllString(s, "PTTL") }

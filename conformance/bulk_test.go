@@ -86,7 +86,8 @@ type bulkTally struct {
 	total, invented int
 	wrong           map[string]int // layout name → values wrongly given it
 	// ambiguous: candidates ("a or b") → values rightly named as a guess
-	// between several libraries (the honest answer for a shared shape).
+	// between several libraries, or "no name, shape s" → values of a shape
+	// many libraries write, named none (the honest answers for a shared shape).
 	ambiguous map[string]int
 }
 
@@ -148,10 +149,13 @@ func tallyScan(t *testing.T, addr string, owner map[string]libCase) map[string]b
 			s.wrong, s.ambiguous = map[string]int{}, map[string]int{}
 		}
 		s.total++
-		if !layoutRight(l, c.Layouts) {
+		switch cands := l.candidates(); {
+		case !layoutRight(l, c.Layouts):
 			s.wrong[l.Layout.Name]++
-		} else if cands := l.candidates(); len(cands) > 1 {
+		case len(cands) > 1:
 			s.ambiguous[strings.Join(cands, " or ")]++
+		case l.Layout.Name == "unknown":
+			s.ambiguous["no name, shape "+l.Layout.Shape]++
 		}
 		if l.Holder != nil && l.Holder.AcquiredAt != "" {
 			if ts, err := time.Parse(time.RFC3339, l.Holder.AcquiredAt); err != nil || time.Since(ts).Abs() > 24*time.Hour {

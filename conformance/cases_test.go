@@ -46,33 +46,38 @@ var noFence = []string{"NO_FENCE"}
 // cases is every library and mode the suite runs. Versions are pinned by
 // go.mod, node/package-lock.json and the Debian release (docs/conformance.md).
 var cases = []libCase{
-	// Go: redsync v4 (8 s default expiry, Extend, Unlock).
+	// Go: redsync v4 (8 s default expiry, Extend, Unlock). redsync and
+	// redislock write under the key their caller names, a random token
+	// other libraries write too: a generic base64-token seen in them, no
+	// name, so no NO_FENCE either (issue 27: a shared shape names no one).
 	{ID: "redsync/default", Driver: "go", Lib: "redsync", Mode: "default", Name: "order-%s",
-		Layouts: []string{"redsync"}, Need: noFence, Renew: true},
+		Layouts: []string{"redsync"}, Renew: true},
 	// The issue's redsync value under a `lock:` key: was python-redis-lock + CROSS_SLOT.
 	{ID: "redsync/lock-prefix", Driver: "go", Lib: "redsync", Mode: "default", Name: "lock:order-%s",
-		Layouts: []string{"redsync"}, Need: noFence, Renew: true},
+		Layouts: []string{"redsync"}, Renew: true},
 	{ID: "redislock/default", Driver: "go", Lib: "redislock", Mode: "default", Name: "bsm-%s",
-		Layouts: []string{"redislock"}, Need: noFence, Renew: true},
+		Layouts: []string{"redislock"}, Renew: true},
 	{ID: "redislock/metadata", Driver: "go", Lib: "redislock", Mode: "metadata", Name: "bsm-meta-%s",
-		Layouts: []string{"redislock"}, Need: noFence, Renew: true, Metadata: "worker-7"},
+		Layouts: []string{"redislock"}, Renew: true, Metadata: "worker-7"},
 	// rueidislock: 3 keys rueidislock:<i>:<name>, binary random value, 5 s
 	// validity extended every 2.5 s by its own goroutine.
 	{ID: "rueidislock/default", Driver: "go", Lib: "rueidislock", Mode: "default", Name: "rueidis-%s",
 		Layouts: []string{"rueidislock"}, Need: noFence, Watchdog: true},
 	// go-zero: default lease 0 s + 500 ms: SUBSECOND_LEASE is true here.
+	// 16 alphanumerics name no library (issue 27): a generic random token.
 	{ID: "go-zero/default", Driver: "go", Lib: "go-zero", Mode: "default", Name: "zero-%s",
-		Layouts: []string{"go-zero"}, Need: []string{"NO_FENCE", "SUBSECOND_LEASE"}, Short: true},
+		Layouts: []string{"go-zero"}, Need: []string{"SUBSECOND_LEASE"}, Short: true},
 	{ID: "go-zero/ttl", Driver: "go", Lib: "go-zero", Mode: "ttl", Name: "zero-ttl-%s",
-		Layouts: []string{"go-zero"}, Need: noFence, Renew: true},
+		Layouts: []string{"go-zero"}, Renew: true},
 
-	// Node: redlock v4 and v5 (32 random hex), v5's using() auto-extends.
+	// Node: redlock v4 and v5 (32 random hex: a generic hex token, no
+	// name, so no NO_FENCE either), v5's using() auto-extends.
 	{ID: "redlock4/default", Driver: "node", Lib: "redlock4", Mode: "default", Name: "rl4-%s",
-		Layouts: []string{"node-redlock"}, Need: noFence, Renew: true},
+		Layouts: []string{"node-redlock"}, Renew: true},
 	{ID: "redlock5/default", Driver: "node", Lib: "redlock5", Mode: "default", Name: "rl5-%s",
-		Layouts: []string{"node-redlock"}, Need: noFence, Renew: true},
+		Layouts: []string{"node-redlock"}, Renew: true},
 	{ID: "redlock5/using", Driver: "node", Lib: "redlock5", Mode: "using", Name: "rl5-using-%s",
-		Layouts: []string{"node-redlock"}, Need: noFence, Watchdog: true, CrashMode: "default"},
+		Layouts: []string{"node-redlock"}, Watchdog: true, CrashMode: "default"},
 	// redis-semaphore: Mutex "mutex:<name>" = UUIDv4; Semaphore and
 	// MultiSemaphore "semaphore:<name>" zset, members <uuid>_<n>.
 	{ID: "redis-semaphore/mutex", Driver: "node", Lib: "redis-semaphore", Mode: "mutex", Name: "rsm-%s",
@@ -83,13 +88,23 @@ var cases = []libCase{
 		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
 	{ID: "redis-semaphore/multi", Driver: "node", Lib: "redis-semaphore", Mode: "multi", Name: "rsms-%s",
 		Layouts: []string{"redis-semaphore"}, Zset: true, Allow: noFence, Renew: true},
+	// A bare UUID: a generic token (issue 27).
 	{ID: "ioredis-lock/default", Driver: "node", Lib: "ioredis-lock", Mode: "default", Name: "mf-%s",
-		Layouts: []string{"microfleet-ioredis-lock"}, Need: noFence, Renew: true},
+		Layouts: []string{"microfleet-ioredis-lock"}, Renew: true},
 	{ID: "node-redis-warlock/default", Driver: "node", Lib: "warlock", Mode: "default", Name: "wl-%s",
 		Layouts: []string{"node-redis-warlock"}, Need: noFence, Renew: true},
 	// redis-lock: "lock.<name>" = its own expiry in Unix ms, 5 s; no renew.
 	{ID: "redis-lock/default", Driver: "node", Lib: "redis-lock", Mode: "default", Name: "rlk-%s",
 		Layouts: []string{"node-redis-lock"}, Need: noFence},
+	// Job queues (issue 27 item 3): a worker's job lock
+	// "bull:<queue>:<jobId>:lock", extended by the library every
+	// lockDuration/2 (2 s here, 30 s for the crash) while the job runs;
+	// the job hash beside it is on another slot (CROSS_SLOT: Bull wants a
+	// {hash tag} prefix on a cluster).
+	{ID: "bull/default", Driver: "node", Lib: "bull", Mode: "default", Name: "bq-%s",
+		Layouts: []string{"bull"}, Need: noFence, Allow: []string{"CROSS_SLOT"}, Watchdog: true, CrashMode: "long"},
+	{ID: "bullmq/default", Driver: "node", Lib: "bullmq", Mode: "default", Name: "bmq-%s",
+		Layouts: []string{"bullmq"}, Need: noFence, Allow: []string{"CROSS_SLOT"}, Watchdog: true, CrashMode: "long"},
 
 	// Python: redis-py Lock, uuid1().hex; no timeout by default (NO_TTL is true).
 	{ID: "redis-py/default", Driver: "python", Lib: "redis-py", Mode: "default", Name: "py-%s",

@@ -271,7 +271,10 @@ func isSubsequence(want, got []string) bool {
 	return i == len(want)
 }
 
-// layoutRight: a right name, or an honest guess whose candidates include one.
+// layoutRight: a right name, an honest guess whose candidates include one,
+// or a generic shape (layout unknown) that names no library and lists one
+// among the libraries known to write it (issue 27: a bare UUID, 32 random
+// hex and 16 alphanumerics name none).
 func layoutRight(l lockJSON, want []string) bool {
 	if slices.Contains(want, l.Layout.Name) {
 		return true
@@ -279,7 +282,11 @@ func layoutRight(l lockJSON, want []string) bool {
 	if l.Layout.Confidence != "guess" {
 		return false
 	}
-	return slices.ContainsFunc(l.candidates(), func(n string) bool { return slices.Contains(want, n) })
+	right := func(n string) bool { return slices.Contains(want, n) }
+	if l.Layout.Name == "unknown" {
+		return l.Layout.Shape != "" && slices.ContainsFunc(l.Layout.SeenIn, right)
+	}
+	return slices.ContainsFunc(l.candidates(), right)
 }
 
 func hexText(h string) string {

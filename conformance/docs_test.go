@@ -29,6 +29,8 @@ var libraries = []library{
 	{"ioredis-lock", "@microfleet/ioredis-lock", "npm"},
 	{"node-redis-warlock", "node-redis-warlock", "npm"},
 	{"redis-lock", "redis-lock", "npm"},
+	{"bull", "bull", "npm"},
+	{"bullmq", "bullmq", "npm"},
 	{"redis-py", "python3-redis", "deb"},
 	{"symfony", "php-symfony-lock", "deb"},
 	{"laravel", "php-illuminate-cache", "deb"},

@@ -114,6 +114,13 @@ type reply struct {
 // startHolder runs a driver and waits (30 s at most) for its "acquired" line.
 func startHolder(t *testing.T, c libCase, mode, addr, name string) *holder {
 	t.Helper()
+	return startHolderKept(t, t, c, mode, addr, name)
+}
+
+// startHolderKept is startHolder whose driver lives until keep ends: a
+// parallel subtest starts it, its parent's later steps read its lock.
+func startHolderKept(t, keep *testing.T, c libCase, mode, addr, name string) *holder {
+	t.Helper()
 	argv := append(interpreter(t, c.Driver), c.Lib, mode, addr, name)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var stderr bytes.Buffer
@@ -131,7 +138,7 @@ func startHolder(t *testing.T, c libCase, mode, addr, name string) *holder {
 		}
 		close(h.lines)
 	}()
-	t.Cleanup(h.kill)
+	keep.Cleanup(h.kill)
 	r := h.await("acquired", 30*time.Second)
 	if r.Op != "acquired" {
 		t.Fatalf("%s %s: no lock: %s %s", c.Lib, mode, r.Error, stderr.String())
@@ -189,6 +196,8 @@ type lockJSON struct {
 		Name       string          `json:"name"`
 		Confidence string          `json:"confidence"`
 		Candidates json.RawMessage `json:"candidates"`
+		Shape      string          `json:"shape"`
+		SeenIn     []string        `json:"seen_in"`
 	} `json:"layout"`
 	Holder *struct {
 		AcquiredAt string `json:"acquired_at"`
@@ -198,12 +207,15 @@ type lockJSON struct {
 		Value   *int64 `json:"value"`
 		Counter *int64 `json:"counter"`
 	} `json:"fence"`
-	Findings []struct {
-		Code     string `json:"code"`
-		Severity string `json:"severity"`
-		Message  string `json:"message"`
-	} `json:"findings"`
-	Raw json.RawMessage `json:"-"`
+	Findings []findingJSON   `json:"findings"`
+	Raw      json.RawMessage `json:"-"`
+}
+
+// findingJSON is one of a lock's findings.
+type findingJSON struct {
+	Code     string `json:"code"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
 }
 
 // candidates returns the layout's candidate names, whatever shape the
@@ -253,15 +265,27 @@ func inspect(t *testing.T, addr string, keys ...string) []lockJSON {
 // --fail-on) is not an error here, anything else is.
 func lockctl(t *testing.T, addr string, args ...string) []byte {
 	t.Helper()
+	out, _ := lockctlExit(t, addr, args...)
+	return out
+}
+
+// lockctlExit is lockctl that also returns the exit code (0 or 1).
+func lockctlExit(t *testing.T, addr string, args ...string) ([]byte, int) {
+	t.Helper()
 	cmd := exec.Command(bin.lockctl, args...)
 	cmd.Env = append(os.Environ(), "LOCKCTL_REDIS_URL=redis://"+addr+"/0", "NO_COLOR=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); err != nil && !(ok && ee.ExitCode() == 1) {
-		t.Fatalf("lockctl %v: %v\n%s", args, err, stderr.String())
+	ee, ok := err.(*exec.ExitError)
+	switch {
+	case err == nil:
+		return out, 0
+	case ok && ee.ExitCode() == 1:
+		return out, 1
 	}
-	return out
+	t.Fatalf("lockctl %v: %v\n%s", args, err, stderr.String())
+	return nil, 0
 }
 
 // watcher is a running `lockctl watch -o jsonl`.

@@ -78,6 +78,9 @@ type Options struct {
 	// Permits is the most holders a semaphore or shared lock may admit
 	// (--permits); more live ones is OVER_ADMITTED. 0: not checked.
 	Permits int64
+	// Declared are the user's layouts (ParseLayouts, then Compile), tried
+	// before the built-in ones (builtin_layouts.yaml), on keys of any type.
+	Declared []Declared
 }
 
 func (o Options) leaseCap() time.Duration {
@@ -103,6 +106,8 @@ const (
 	RoleOwner   = "owner"
 	RoleExpire  = "expire"
 	RoleDigest  = "digest"
+	// RoleJob is a job queue's job (or task) hash beside its lock (builtin_layouts.yaml: bull, asynq).
+	RoleJob = "job"
 	// RolePermits is a semaphore's counter of available permits (semaphore.go).
 	RolePermits = "permits_counter"
 	// rolePermitTimeouts is the zset an integer key would have as Redisson's
@@ -120,29 +125,30 @@ type companionKey struct {
 // queues), with their roles. The reader reads them in the round trip that
 // reads hash values.
 func companions(key string, v Value, opts Options) []companionKey {
+	ms := candidates(key, v, opts, true)
+	if v.Type == "string" && len(ms) > 0 {
+		return companionKeys(key, v, ms)
+	}
+	cks := companionKeys(key, v, ms)
 	switch v.Type {
-	case "hash":
-		if strings.HasSuffix(key, ":LOCKED") {
-			return []companionKey{{RoleDigest, strings.TrimSuffix(key, ":LOCKED")}}
-		}
-		return []companionKey{
-			{RoleFence, redissonPrefixName("redisson_lock_token", key)},
-			{RoleQueue, redissonPrefixName("redisson_lock_queue", key)},
-			{RoleTimeout, redissonPrefixName("redisson_lock_timeout", key)},
-		}
 	case "string":
-		cks := stringCompanions(key, v, opts)
+		cks = stringCompanions(key, v, opts)
 		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
 			// A counter named as one needs no probe: its name already says what it is.
 			if _, role := companionOf(key, v, nil, opts); role == "" {
 				cks = append(cks, companionKey{rolePermitTimeouts, redissonSuffixName(key, "timeout")})
+				if _, _, isTime := parseTime(string(v.Bytes)); !isTime {
+					for _, n := range neighbours(key) {
+						cks = append(cks, companionKey{roleNeighbour, n})
+					}
+				}
 			}
 		}
 		return cks
 	case "zset":
-		return zsetCompanions(key)
+		return append(cks, zsetCompanions(key)...)
 	}
-	return nil
+	return cks
 }
 
 // stringCompanions are the companion keys of a string lock's layouts.
@@ -159,33 +165,23 @@ func stringCompanions(key string, v Value, opts Options) []companionKey {
 	case strings.HasPrefix(key, "lock:expire:"):
 		return []companionKey{{RoleOwner, "lock:owner:" + strings.TrimPrefix(key, "lock:expire:")}}
 	case strings.HasPrefix(key, "lock:"):
+		// python-redis-lock before 3.3 (detectString): its signal list names it.
 		return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
 	}
 	return nil
 }
 
-// companionOf recognises a key that is itself a layout's companion (a fence
-// counter, a signal list, a wait queue) so a scan does not report it as a
-// broken lock: it returns the layout and the role, or "", "". Most are
-// known by name; Redisson's permit counter only by its timeout zset in comp
-// (nil: by name only), see isPermitsCounter.
+// companionOf recognises a key that is itself a layout's companion that no
+// built-in layout's key template names (those are entries with a role in
+// builtin_layouts.yaml): a counter at the configured fence template, and
+// Redisson's permit counter, known only by its timeout zset in comp (nil:
+// by name only, see isPermitsCounter). It returns the layout and the
+// role, or "", "".
 func companionOf(key string, v Value, comp map[string]Value, opts Options) (layout, role string) {
 	_, isInt := parseInt(string(v.Bytes))
 	switch {
-	case v.Type == "string" && isInt && strings.HasSuffix(key, ":fence"):
-		return "lockctl", RoleFence
-	case v.Type == "string" && isInt && strings.HasSuffix(key, microiCounterSuffix):
-		return "microi", RoleFence
 	case v.Type == "string" && isInt && opts.IsFenceKey != nil && opts.IsFenceKey(key):
 		return "lockctl", RoleFence
-	case v.Type == "string" && isInt && strings.HasPrefix(key, "redisson_lock_token:"):
-		return "redisson-fenced", RoleFence
-	case v.Type == "list" && strings.HasPrefix(key, "lock-signal:"):
-		return "python-redis-lock", RoleSignal
-	case v.Type == "list" && strings.HasPrefix(key, "redisson_lock_queue:"):
-		return "redisson-fair", RoleQueue
-	case v.Type == "zset" && strings.HasPrefix(key, "redisson_lock_timeout:"):
-		return "redisson-fair", RoleTimeout
 	case v.Type == "string" && isPermitsCounter(key, v, comp):
 		return "redisson-permit-semaphore", RolePermits
 	}
@@ -249,7 +245,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	cks := companions(key, v, opts)
 	for _, c := range cks {
-		if c.Role == rolePermitTimeouts {
+		if c.Role == rolePermitTimeouts || c.Role == roleNeighbour {
 			continue // a probe read by TYPE alone: it has no PTTL to show
 		}
 		cv := comp[c.Key]
@@ -263,10 +259,29 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		}
 		l.Companions = append(l.Companions, Companion{Role: c.Role, Key: c.Key, KeyHex: HexIfNotUTF8(c.Key), Type: t, Exists: cv.Exists(), PTTLMS: pttl, Slot: lockcore.Slot(c.Key)})
 	}
+	if m, ok := matchDeclared(key, v, comp, opts); ok {
+		if m.layout.Role != "" {
+			l.Layout, l.Role, l.Companions = Layout{Name: m.layout.Name, Confidence: Certain}, m.layout.Role, nil
+			l.checkOwner(nil, opts)
+			return l
+		}
+		d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
+		d.detectDeclared(m)
+		l.finish(d, opts)
+		return l
+	}
 	if name, role := companionOf(key, v, comp, opts); role != "" {
 		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
 		l.checkOwner(nil, opts)
 		return l
+	}
+	if isCounter(key, v) {
+		if beside := neighbourLock(cks, comp); beside != "" || !lockNamed(key) {
+			l.Companions = nil
+			l.genericCounter(v, beside)
+			l.checkOwner(nil, opts)
+			return l
+		}
 	}
 	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
 	switch v.Type {
@@ -277,8 +292,14 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	case "zset":
 		d.detectZset()
 	default:
-		l.add(FindingWrongType, SeverityError, "a %s: no lock library keeps a lock in a %s", v.Type, v.Type)
+		d.genericContainer()
 	}
+	l.finish(d, opts)
+	return l
+}
+
+// finish keeps the companions the layout has and adds the findings.
+func (l *Lock) finish(d *detection, opts Options) {
 	kept := l.Companions[:0]
 	for _, c := range l.Companions {
 		if d.used[c.Key] {
@@ -291,11 +312,22 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	l.findings(d, opts)
 	l.checkOwner(d.owner, opts)
-	if l.OwnerCheck == "NOT_OWNED" && v.Type == "string" && !v.Truncated && string(v.Bytes) == string(opts.ExpectOwner) {
+	if l.OwnerCheck == "NOT_OWNED" && d.v.Type == "string" && !d.v.Truncated && string(d.v.Bytes) == string(opts.ExpectOwner) {
 		l.OwnerCheck = "OWNED" // the whole value, as unlock --owner takes it
 	}
 	l.checkShared(opts)
-	return l
+}
+
+// isCounter reports an integer string INCR could raise that is no time: a
+// counter unless a lock word in its name says it is a lock's value
+// (shared/cases.md, case 1: "horizon:lock:x" = "1").
+func isCounter(key string, v Value) bool {
+	if v.Type != "string" || v.Truncated {
+		return false
+	}
+	_, isInt := incrInt(v.Bytes)
+	_, _, isTime := parseTime(string(v.Bytes))
+	return isInt && !isTime
 }
 
 // checkOwner sets OwnerCheck when an expected owner was given: OWNED only
@@ -330,6 +362,12 @@ type detection struct {
 	// memberTTL says each holder's expiry is in its zset score and expired
 	// members are reclaimed by the next acquire: no Redis TTL by design.
 	memberTTL bool
+	// container says a hash, zset, list, set or stream no layout explains:
+	// not known to hold an owner token, so its TTL is no fault of a lock.
+	container bool
+	// marker says a constant or a time under a key with no lock's name: a
+	// flag or a time as much as a lock, so no TTL is a warning.
+	marker bool
 }
 
 // companion marks role as one the layout has and returns its key, what was
@@ -361,12 +399,6 @@ func (d *detection) peek(role string) (string, Value, bool) {
 
 func (d *detection) setLayout(name string, c Confidence) {
 	d.lock.Layout = Layout{Name: name, Confidence: c}
-}
-
-// setCandidates says the value's shape is written by several libraries,
-// most likely first: a guess that names them all.
-func (d *detection) setCandidates(names ...string) {
-	d.lock.Layout = Layout{Name: names[0], Confidence: Guess, Candidates: names}
 }
 
 // plausibleWindowMS bounds how far from the read a time found in a token
@@ -439,15 +471,15 @@ const (
 // reasons are the one-line "why it matters" of each finding code.
 var reasons = map[string]string{
 	FindingNoTTL:          "a crashed holder blocks the key forever: nothing ever expires it",
-	FindingConstantOwner:  "holders cannot be told apart, so owner-checked renew and release are impossible",
-	FindingNotALock:       "the lock key was overwritten by application data: no holder's token matches, release can never succeed",
+	FindingConstantOwner:  "holders cannot be told apart, so owner-checked renew and release are impossible: safe only for a library that never releases another's lock by key",
+	FindingNotALock:       "if this is a lock key, application data overwrote it: the holder's owner-checked release no longer matches; the lock needs its own key",
 	FindingLeaseOverCap:   "a crashed holder blocks others for the whole TTL; renew a short lease instead (or renewal adds instead of sets)",
 	FindingSubsecondLease: "a lease under 1s is likely a ms/s mix-up: the lock lapses while the work runs",
 	FindingNoFence:        "without a fencing token a paused holder that lost its lease can still write (Kleppmann 2016)",
 	FindingFenceMismatch:  "the counter must equal the holder's token; otherwise tokens are reissued or a stale holder overwrote the lock",
 	FindingCrossSlot:      "in Redis Cluster a script touching both keys fails with CROSSSLOT; put the common part in a {hash tag}",
 	FindingBinaryValue:    "the owner token is not text: compare raw bytes (shown as hex), not a decoded string",
-	FindingWrongType:      "the key holds a type no lock library uses: another feature shares the lock's key name",
+	FindingWrongType:      "no lock layout lockctl knows keeps a lock in this shape: if this key is a lock, another feature may share its name; if not, it is no lock",
 	FindingAbsent:         "nobody holds the lock (or the key template does not match the one the application uses)",
 	FindingTTLUnitMixup:   "a crashed holder blocks the key for as good as ever; a TTL of a year or more is a unit mix-up (a Go time.Duration, in ns, passed as seconds)",
 	FindingOverAdmitted:   "more holders run at once than the semaphore or lock allows: the work it guards is no longer limited",
@@ -469,6 +501,11 @@ func (l *Lock) add(code string, sev Severity, format string, args ...any) {
 func (l *Lock) findings(d *detection, opts Options) {
 	switch {
 	case l.PTTLMS == -1 && d.memberTTL:
+	case l.PTTLMS == -1 && d.container:
+		l.add(FindingNoTTL, SeverityInfo, "no TTL on a %s no lock layout explains: if it is a lock, nothing expires it", l.Type)
+	case d.container: // a TTL on data or a queue is no lease
+	case l.PTTLMS == -1 && d.marker:
+		l.add(FindingNoTTL, SeverityWarning, "no TTL (PTTL -1) on a constant or a time under a key with no lock's name: if it is a lock, nothing expires it")
 	case l.PTTLMS == -1 && d.valueTTL:
 		l.add(FindingNoTTL, SeverityWarning, "no Redis TTL: the expiry is only in a value, cleaned up by the next contender")
 		l.Findings[len(l.Findings)-1].Reason = "if no contender comes, the key stays forever; a client that ignores the value never sees the lock expire"
@@ -488,18 +525,16 @@ func (l *Lock) findings(d *detection, opts Options) {
 			FormatTTL(l.PTTLMS), lockcore.FormatDuration(opts.leaseCap()))
 	}
 	if d.constant {
-		l.add(FindingConstantOwner, SeverityError, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
+		l.add(FindingConstantOwner, SeverityWarning, "the value is the constant %q, not a per-holder token", string(d.v.Bytes))
 	}
 	if d.appData && l.PTTLMS == -1 {
-		l.add(FindingNotALock, SeverityError, "the value %s matches no lock library and has no TTL: application data", describe(d.v.Bytes))
+		l.add(FindingNotALock, SeverityWarning, "the value %s is no token shape (not random, not a host, time or marker) and has no TTL: likely application data", describe(d.v.Bytes))
 	}
 	if d.owner != nil && !printable(d.owner) {
 		l.add(FindingBinaryValue, SeverityInfo, "the owner token is %d bytes of binary (hex %s)", len(d.owner), short(l.OwnerHex))
 	}
 	switch {
 	case l.Layout.Name == "unknown" || d.fenced:
-	case len(l.Layout.Candidates) > 1:
-		l.add(FindingNoFence, SeverityWarning, "none of %s issues a fencing token", strings.Join(l.Layout.Candidates, ", "))
 	default:
 		l.add(FindingNoFence, SeverityWarning, "%s issues no fencing token", l.Layout.Name)
 	}

@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -15,9 +16,7 @@ import (
 // the hot path of a scan uses the byte checks at the end of this file. They
 // compile on first use: commands that never inspect do not pay for them.
 var (
-	reShedlock   = lazyRegexp(`^ADDED:([^@]+)@(.*)$`)
-	reUUIDSuffix = lazyRegexp(`^(.*):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
-	reHostPID    = lazyRegexp(`^(.+):([0-9]+)$`)
+	reHostPID = lazyRegexp(`^(.+):([0-9]+)$`)
 )
 
 func lazyRegexp(expr string) func() *regexp.Regexp {
@@ -42,61 +41,68 @@ func (d *detection) detectString() {
 	if !d.v.Truncated && constantOwners[strings.ToLower(strings.TrimSpace(s))] {
 		d.setOwner(b)
 		d.constant = true
+		d.marker = !lockNamed(key)
+		d.generic(ShapeMarker, fmt.Sprintf("the constant %q: says locked, not by whom", s))
 		return
 	}
 	switch {
-	case isFencedValue(s):
+	case isFencedValue(s) && !d.timeNotFence(s):
 		d.fencedValue(s)
-	case strings.HasPrefix(s, "ADDED:") && reShedlock().MatchString(s):
-		d.shedlock(s)
-	case strings.HasPrefix(key, "CSRedisClientLock:") && isUUID(s):
-		// csredis, src/CSRedisCore/CSRedisClient.cs Lock(): key
-		// "CSRedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
-		d.setLayout("csredis", Certain)
-		d.setOwner(b)
-	case strings.HasPrefix(key, "RedisClientLock:") && isUUID(s):
-		// FreeRedis, src/FreeRedis/RedisClient/Modules/Lock.cs Lock(): key
-		// "RedisClientLock:<name>", value Guid.NewGuid(), SET NX EX.
-		d.setLayout("freeredis", Certain)
-		d.setOwner(b)
 	case strings.HasPrefix(key, "lock:owner:"):
 		d.redisLockGemOwner(b)
 	case strings.HasPrefix(key, "lock:expire:"):
 		d.redisLockGemExpire(s)
-	case strings.HasPrefix(key, "rueidislock:") && len(b) == 24:
-		d.rueidislock(b)
-	case strings.HasPrefix(key, "lock.") && len(s) == 13 && isDigits(s):
-		d.nodeRedisLock(s)
-	case isDistLockValue(s):
-		d.distributedLock(s)
 	case isUUID(s):
-		d.uuidValue(b)
+		d.setOwner(b)
+		d.generic(ShapeUUID, "a UUID, an owner token written by many libraries", seenUUID...)
 	case len(s) == 24 && strings.HasSuffix(s, "==") && isBase64Token(s[:22], stdAlphabet):
 		d.base64Std16(b)
-	case len(s) == 24 && strings.HasPrefix(key, "lock:") && isBase64(s, stdAlphabet):
-		d.pythonRedisLock(b)
 	case len(s) >= 22 && isBase64Token(s[:22], urlAlphabet) && (len(s) == 22 || printable(b)):
-		d.redislock(s)
+		d.urlBase64Token(s)
 	case len(s) == 32 && isHex(s):
 		d.hex32(s)
-	case len(s) == 24 && isHex(s) && strings.HasPrefix(key, "uniquejobs:"):
-		// sidekiq-unique-jobs, lib/sidekiq_unique_jobs/lua/lock.lua: the
-		// digest key "uniquejobs:<md5>" holds the job id (SecureRandom.hex(12)).
-		d.setLayout("sidekiq-unique-jobs", Likely)
-		d.setOwner(b)
-		d.holder().JobID = s
 	case len(b) == 16 && !printable(b) && strings.HasPrefix(key, "lock:"):
 		// python-redis-lock before 3.3 stored urandom(16) raw (tag v3.2.0,
-		// src/redis_lock/__init__.py: self._id = urandom(16)).
-		d.setLayout("python-redis-lock", Guess)
+		// src/redis_lock/__init__.py: self._id = urandom(16)); so do many
+		// others: only its signal list names it.
 		d.setOwner(b)
-		d.optional(RoleSignal)
+		if _, _, ok := d.optional(RoleSignal); ok {
+			d.setLayout("python-redis-lock", Likely)
+			return
+		}
+		d.generic(ShapeBinary, "16 random bytes, an owner token written by many libraries", seenRaw16...)
 	case len(s) == 16 && isAlnum(s):
-		d.alnum16(b)
+		d.setOwner(b)
+		d.generic(ShapeRandomToken, "16 alphanumerics, a random owner token written by many libraries", seenAlnum16...)
 	default:
-		d.setOwner(b[:min(len(b), maxUnknownOwner)])
-		d.appData = printable(b)
+		d.genericString()
 	}
+}
+
+// Libraries known to write a generic shape, among many others (Layout.SeenIn).
+var (
+	seenRaw16   = []string{"python-redis-lock"}
+	seenUUID    = []string{"spring-integration", "microfleet-ioredis-lock", "redis-semaphore", "freeredis", "csredis"}
+	seenBase64  = []string{"redsync", "node-redis-warlock"}
+	seenURL64   = []string{"redislock"}
+	seenHex32   = []string{"node-redlock", "redis-py"}
+	seenAlnum16 = []string{"go-zero", "laravel"}
+)
+
+// timeNotFence reports "<digits>:<owner>" whose digits are a time (Unix s
+// or ms) and whose fence counter is missing: a time and a token, written
+// by many, not a lockctl fence.
+func (d *detection) timeNotFence(s string) bool {
+	digits, _, _ := strings.Cut(s, ":")
+	if _, _, ok := parseTime(digits); !ok {
+		return false
+	}
+	for _, c := range d.cks {
+		if v, ok := d.comp[c.Key]; c.Role == RoleFence && ok && v.Exists() {
+			return false
+		}
+	}
+	return true
 }
 
 // fencedValue is "<fence>:<owner>" with an INCR counter elsewhere:
@@ -195,26 +201,6 @@ func incrInt(b []byte) (int64, bool) {
 	return n, err == nil
 }
 
-// shedlock, providers/redis/shedlock-provider-redis-spring/src/main/java/
-// net/javacrumbs/shedlock/provider/redis/spring/RedisLockProvider.java:
-// key "job-lock:<env>:<name>", value String.format("ADDED:%s@%s",
-// toIsoString(now), getHostname()) (newer versions may append ":<uuid>"),
-// SET NX PX lockAtMostFor.
-func (d *detection) shedlock(s string) {
-	m := reShedlock().FindStringSubmatch(s)
-	d.setLayout("shedlock", Certain)
-	d.setOwner([]byte(s))
-	h := d.holder()
-	host := m[2]
-	if u := reUUIDSuffix().FindStringSubmatch(host); u != nil {
-		host, h.ClientID = u[1], u[2]
-	}
-	h.Host = host
-	if t, err := time.Parse(time.RFC3339Nano, m[1]); err == nil {
-		h.AcquiredAt = rfc3339ms(t)
-	}
-}
-
 // redis-lock-gem (mlanett/redis-lock), lib/redis-lock.rb: MSETNX of
 // "lock:owner:<key>" = "<hostname>:<pid>" and "lock:expire:<key>" = Unix
 // seconds; no Redis TTL, a contender deletes a stale pair.
@@ -259,28 +245,16 @@ func (d *detection) redisLockGemExpire(s string) {
 	}
 }
 
-// distributedlock (.NET, madelson/DistributedLock),
-// src/DistributedLock.Redis/Primitives/RedisMutexPrimitive.cs: SET key
-// lockId NX PX, lockId "<MachineName>_<ProcessId>_<Guid "n">".
-func (d *detection) distributedLock(s string) {
-	rest := s[:len(s)-33]
-	i := strings.LastIndexByte(rest, '_')
-	d.setLayout("distributedlock", Certain)
-	d.setOwner([]byte(s))
-	d.holder().Host = rest[:i]
-	d.holder().PID, _ = parseInt(rest[i+1:])
-}
-
 // base64Std16 is 16 bytes in standard base64 (24 characters, "=="):
 //   - redsync, github.com/go-redsync/redsync/v4 (v4.18.1) mutex.go
-//     genValue(): base64.StdEncoding of 16 random bytes, SET NX PX; under
-//     any key, "lock:<name>" too (no python-redis-lock release wrote
-//     16 bytes in base64: see pythonRedisLock);
+//     genValue(): base64.StdEncoding of 16 random bytes, SET NX PX, under
+//     the key its caller chose: nothing in the key or value is its own;
 //   - node-redis-warlock (npm 1.0.2) lib/warlock.js lock(): key
 //     "<key>:lock", value the 16 bytes of a UUIDv1 in base64, SET PX NX.
 //
 // Random bytes look like a UUIDv1 (version nibble 1, variant 10) once in 64:
-// only a UUIDv1 whose time is within a day of the read is warlock's.
+// only a UUIDv1 whose time is within a day of the read is warlock's; any
+// other is a generic base64 token (issue 27: a shared shape names no one).
 func (d *detection) base64Std16(b []byte) {
 	d.setOwner(b)
 	raw, err := base64.StdEncoding.DecodeString(string(b))
@@ -290,25 +264,22 @@ func (d *detection) base64Std16(b []byte) {
 			d.holder().AcquiredAt = rfc3339ms(t)
 			return
 		}
-		if strings.HasSuffix(d.key, ":lock") {
-			d.setCandidates("node-redis-warlock", "redsync")
-			return
-		}
 	}
-	d.setLayout("redsync", Likely)
+	d.generic(ShapeBase64Token, "24 base64 characters (16 random bytes), an owner token written by many libraries", seenBase64...)
 }
 
-// redislock (bsm), github.com/bsm/redislock redislock.go: token
-// base64.RawURLEncoding of 16 random bytes (22 characters) followed by the
-// optional metadata, SET NX PX from the obtain script.
-func (d *detection) redislock(s string) {
+// urlBase64Token is 16 bytes in raw URL base64 (22 characters), then
+// optional text: bsm/redislock (v0.9.4) redislock.go writes its token so,
+// followed by the caller's metadata, under the caller's key; so may
+// others: a generic base64 token, the text after it shown as metadata.
+func (d *detection) urlBase64Token(s string) {
 	d.setOwner([]byte(s[:22]))
-	if len(s) == 22 {
-		d.setLayout("redislock", Likely)
-		return
+	desc := "22 URL-safe base64 characters (16 random bytes), an owner token written by many libraries"
+	if len(s) > 22 {
+		d.holder().Metadata = s[22:]
+		desc += ", then metadata"
 	}
-	d.setLayout("redislock", Guess)
-	d.holder().Metadata = s[22:]
+	d.generic(ShapeBase64Token, desc, seenURL64...)
 }
 
 // hex32 is 16 bytes in hex:
@@ -317,22 +288,20 @@ func (d *detection) redislock(s string) {
 //     (nibble 12 is "1", variant 10xx) whose timestamp is the acquisition
 //     time;
 //   - node-redlock, redlock.js _random() (4.2.0) and src/index.ts
-//     _random() (5.0.0-beta.2): randomBytes(16).toString("hex"), SET NX PX.
+//     _random() (5.0.0-beta.2): randomBytes(16).toString("hex"), SET NX PX;
+//     and many others: 16 random bytes in hex name no library (issue 27).
 //
 // One random value in 64 has redis-py's shape, with a timestamp anywhere in
 // 1582-5236: only a time within a day of the read says redis-py.
 func (d *detection) hex32(s string) {
 	d.setOwner([]byte(s))
-	if s[12] != '1' || !strings.ContainsRune("89ab", rune(s[16])) {
-		d.setLayout("node-redlock", Likely)
-		return
-	}
-	if t, ok := uuid1Time(s); ok && d.plausible(t) {
+	if t, ok := uuid1Time(s); ok && s[12] == '1' && strings.ContainsRune("89ab", rune(s[16])) && d.plausible(t) {
 		d.setLayout("redis-py", Likely)
 		d.holder().AcquiredAt = rfc3339ms(t)
 		return
 	}
-	d.setCandidates("node-redlock", "redis-py")
+	// 16 random bytes in hex: nothing in the value is node-redlock's own.
+	d.generic(ShapeHexToken, "32 hex characters (16 random bytes), an owner token written by many libraries", seenHex32...)
 }
 
 // uuid1Time decodes the 60-bit timestamp of a version-1 UUID in hex (100 ns
@@ -354,44 +323,33 @@ func uuid1Time(h string) (time.Time, bool) {
 	return time.Unix(int64(u/1e7), int64(u%1e7)*100), true
 }
 
-// detectHash tells which library wrote a hash lock:
-//   - redisson, redisson/src/main/java/org/redisson/RedissonLock.java
-//     tryLockInnerAsync: HINCRBY <name> "<client UUID>:<threadId>" 1 and
-//     PEXPIRE (30 s watchdog, renewed every 10 s); the value is the hold count;
-//   - redisson-fenced, RedissonFencedLock.java: the same hash plus an INCR
-//     token counter "redisson_lock_token:{<name>}";
-//   - redisson-fair, RedissonFairLock.java: plus the wait queue list
-//     "redisson_lock_queue:{<name>}" and the timeout zset
-//     "redisson_lock_timeout:{<name>}";
-//   - redisson-rw, RedissonReadLock.java / RedissonWriteLock.java: field
-//     "mode" = read|write, holders "<uuid>:<threadId>" (":write" for the writer);
-//   - sidekiq-unique-jobs, lib/sidekiq_unique_jobs/lua/lock.lua: HSET
-//     "<digest>:LOCKED" <jid> <current_time>, PEXPIRE when the job has a TTL.
+// detectHash reads a Redisson read/write lock (redisson-4.7.0,
+// RedissonReadLock.java / RedissonWriteLock.java): field "mode" =
+// read|write, holders "<uuid>:<threadId>" (":write" for the writer) →
+// hold count, each read hold's lease a key of its own (readHoldLeases).
+// Redisson's other hash locks and sidekiq-unique-jobs' are entries of
+// builtin_layouts.yaml; any other hash is described (genericHash).
 func (d *detection) detectHash() {
 	fields := d.v.Fields
-	if strings.HasSuffix(d.key, ":LOCKED") && len(fields) > 0 {
-		d.sidekiq()
+	if !isRWHash(fields) {
+		d.genericHash()
 		return
 	}
 	var mode string
 	var holders [][2]string
 	for _, f := range fields {
-		switch {
-		case f[0] == "mode":
+		if f[0] == "mode" {
 			mode = f[1]
-		case isRedissonField(f[0]):
-			if _, ok := parseInt(f[1]); !ok {
-				d.wrongHash()
-				return
-			}
-			holders = append(holders, f)
-		default:
-			d.wrongHash()
+			continue
+		}
+		if _, ok := parseInt(f[1]); !ok {
+			d.genericHash()
 			return
 		}
+		holders = append(holders, f)
 	}
 	if len(holders) == 0 {
-		d.wrongHash()
+		d.genericHash()
 		return
 	}
 	d.setOwner([]byte(holders[0][0]))
@@ -399,55 +357,9 @@ func (d *detection) detectHash() {
 	h.ClientID, h.Thread, _ = strings.Cut(strings.TrimSuffix(holders[0][0], ":write"), ":")
 	n, _ := parseInt(holders[0][1])
 	d.lock.HoldCount = ptr(n)
-	switch {
-	case mode != "":
-		d.setLayout("redisson-rw", Certain)
-		h.Mode = mode
-		d.redissonRWHolders(mode, holders)
-	default:
-		d.setLayout("redisson", Certain)
-		if _, _, ok := d.peek(RoleFence); ok {
-			d.redissonFenced()
-		} else if _, _, ok := d.peek(RoleQueue); ok {
-			d.redissonFair()
-		} else if _, _, ok := d.peek(RoleTimeout); ok {
-			d.redissonFair()
-		}
-	}
-}
-
-func (d *detection) redissonFenced() {
-	d.setLayout("redisson-fenced", Certain)
-	key, cv, _ := d.companion(RoleFence)
-	f := &Fence{CounterKey: key}
-	if n, ok := parseInt(string(cv.Bytes)); ok {
-		f.Counter = ptr(n)
-	}
-	d.lock.Fence = f
-	d.fenced = true
-}
-
-func (d *detection) redissonFair() {
-	d.setLayout("redisson-fair", Certain)
-	_, q, _ := d.companion(RoleQueue)
-	d.companion(RoleTimeout)
-	d.lock.Waiters = append([]string{}, q.Items...)
-}
-
-func (d *detection) sidekiq() {
-	d.setLayout("sidekiq-unique-jobs", Certain)
-	jid, at := d.v.Fields[0][0], d.v.Fields[0][1]
-	d.setOwner([]byte(jid))
-	d.holder().JobID = jid
-	if f, err := strconv.ParseFloat(at, 64); err == nil && f > 0 && !math.IsInf(f, 0) && f < 1e11 {
-		sec, frac := math.Modf(f)
-		d.holder().AcquiredAt = rfc3339ms(time.Unix(int64(sec), int64(frac*1e9)))
-	}
-	d.companion(RoleDigest)
-}
-
-func (d *detection) wrongHash() {
-	d.lock.add(FindingWrongType, SeverityError, "a hash whose fields no lock library writes")
+	d.setLayout("redisson-rw", Certain)
+	h.Mode = mode
+	d.redissonRWHolders(mode, holders)
 }
 
 const (
@@ -524,16 +436,6 @@ func isFencedValue(s string) bool {
 	}
 	_, isULID := ulidTime(o)
 	return len(o) == 32 && isHex(strings.ToLower(o)) || isULID
-}
-
-// isDistLockValue reports "<host>_<pid>_<32 lowercase hex>".
-func isDistLockValue(s string) bool {
-	if len(s) < 36 || s[len(s)-33] != '_' || !isHex(s[len(s)-32:]) {
-		return false
-	}
-	rest := s[:len(s)-33]
-	i := strings.LastIndexByte(rest, '_')
-	return i > 0 && isDigits(rest[i+1:])
 }
 
 // isRedissonField reports "<uuid>:<threadId>" with an optional ":write".

@@ -30,15 +30,22 @@ func layoutsTable() string {
 	return b.String()
 }
 
-// detectorNames returns the layout names the detector's source can give:
-// setLayout("x"), setCandidates("x", "y") and companionOf's return "x", Role.
+// detectorNames returns the layout names the detector can give: the
+// entries of builtin_layouts.yaml, and in its source setLayout("x"),
+// setCandidates("x", "y"), companionOf's return "x", Role and the seen*
+// lists of generic shapes' known writers (Layout.SeenIn).
 func detectorNames(t *testing.T) map[string]bool {
 	t.Helper()
+	names := map[string]bool{}
+	data, err := os.ReadFile("builtin_layouts.yaml")
+	must(t, err)
+	for _, m := range regexp.MustCompile(`(?m)^\s*- name: (\S+)$`).FindAllStringSubmatch(string(data), -1) {
+		names[m[1]] = true
+	}
 	files, err := filepath.Glob("*.go")
 	must(t, err)
-	calls := regexp.MustCompile(`setLayout\("([^"]+)"|setCandidates\(("[^)]*)\)|return "([^"]+)", Role`)
+	calls := regexp.MustCompile(`setLayout\("([^"]+)"|setCandidates\(("[^)]*)\)|return "([^"]+)", Role|seen\w+\s*=\s*\[\]string\{("[^}]*)\}`)
 	quoted := regexp.MustCompile(`"([^"]+)"`)
-	names := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -51,7 +58,7 @@ func detectorNames(t *testing.T) map[string]bool {
 					names[n] = true
 				}
 			}
-			for _, q := range quoted.FindAllStringSubmatch(m[2], -1) {
+			for _, q := range quoted.FindAllStringSubmatch(m[2]+m[4], -1) {
 				names[q[1]] = true
 			}
 		}

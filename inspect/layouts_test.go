@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,27 +115,29 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("owner %q findings %v", l.Owner, l.Findings)
 			}
 		}},
-		{"redsync", "redsync", inspect.Likely, func(t *testing.T) string {
+		// redsync and redislock write a shared token shape under the caller's
+		// key: a generic base64 token seen in them, never their name (issue 27).
+		{"redsync", "unknown", inspect.Guess, func(t *testing.T) string {
 			m := redsync.New(goredis.NewPool(c)).NewMutex("rs:"+n(t), redsync.WithExpiry(20*time.Second))
 			must(t, m.LockContext(ctx))
 			return "rs:" + n(t)
 		}, func(t *testing.T, l inspect.Lock) {
-			if !hasFinding(l, inspect.FindingNoFence) {
-				t.Errorf("want NO_FENCE, got %v", l.Findings)
+			if l.Layout.Shape != inspect.ShapeBase64Token || !slices.Contains(l.Layout.SeenIn, "redsync") || len(l.Findings) != 0 {
+				t.Errorf("layout %+v findings %v, want a base64-token seen in redsync, no findings", l.Layout, l.Findings)
 			}
 		}},
-		{"redislock", "redislock", inspect.Likely, func(t *testing.T) string {
+		{"redislock", "unknown", inspect.Guess, func(t *testing.T) string {
 			_, err := redislock.New(c).Obtain(ctx, "bsm:"+n(t), 20*time.Second, nil)
 			must(t, err)
 			return "bsm:" + n(t)
 		}, nil},
-		{"redislock-metadata", "redislock", inspect.Guess, func(t *testing.T) string {
+		{"redislock-metadata", "unknown", inspect.Guess, func(t *testing.T) string {
 			_, err := redislock.New(c).Obtain(ctx, "bsm:"+n(t), 20*time.Second, &redislock.Options{Metadata: "worker-7"})
 			must(t, err)
 			return "bsm:" + n(t)
 		}, func(t *testing.T, l inspect.Lock) {
-			if l.Holder == nil || l.Holder.Metadata != "worker-7" || len(l.Owner) != 22 {
-				t.Errorf("holder %+v owner %q", l.Holder, l.Owner)
+			if l.Holder == nil || l.Holder.Metadata != "worker-7" || len(l.Owner) != 22 || !slices.Contains(l.Layout.SeenIn, "redislock") {
+				t.Errorf("holder %+v owner %q layout %+v", l.Holder, l.Owner, l.Layout)
 			}
 		}},
 		{"redisson", "redisson", inspect.Certain, func(t *testing.T) string {
@@ -175,7 +178,8 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("hash-tagged keys share a slot: %v %v", l.Findings, l.Companions)
 			}
 		}},
-		{"node-redlock", "node-redlock", inspect.Likely, func(t *testing.T) string {
+		// node-redlock's 32 random hex name no library (issue 27): a generic hex token.
+		{"node-redlock", "unknown", inspect.Guess, func(t *testing.T) string {
 			// redlock 5.0.0-beta.2 (npm) src/index.ts ACQUIRE_SCRIPT: set KEYS[i] ARGV[1] PX ARGV[2], value randomBytes(16) hex.
 			v := randHex(16)
 			v = v[:12] + "4" + v[13:]
@@ -228,7 +232,8 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("mode %q", l.Holder.Mode)
 			}
 		}},
-		{"spring-integration", "spring-integration", inspect.Guess, func(t *testing.T) string {
+		// spring-integration's bare UUID names no library (issue 27).
+		{"spring-integration", "unknown", inspect.Guess, func(t *testing.T) string {
 			// spring-projects/spring-integration tag v6.5.10, spring-integration-redis/
 			// .../redis/util/RedisLockRegistry.java OBTAIN_LOCK_SCRIPT: SET KEYS[1] ARGV[1] PX ARGV[2], value clientId UUID.
 			k := "registry:" + n(t)
@@ -262,7 +267,8 @@ func TestLayouts(t *testing.T) {
 			must(t, c.SetArgs(ctx, "laravel_cache:"+n(t), "aB3dE5fG7hJ9kL1m", redis.SetArgs{Mode: "NX", TTL: 10 * time.Second}).Err())
 			return "laravel_cache:" + n(t)
 		}, nil},
-		{"sidekiq-unique-jobs", "sidekiq-unique-jobs", inspect.Certain, func(t *testing.T) string {
+		// Likely: its digest key "uniquejobs:<md5>" (a companion) is not there.
+		{"sidekiq-unique-jobs", "sidekiq-unique-jobs", inspect.Likely, func(t *testing.T) string {
 			// mhenrixon/sidekiq-unique-jobs tag v8.1.0, lib/sidekiq_unique_jobs/lua/lock.lua: HSET <digest>:LOCKED <jid> <current_time>; PEXPIRE when the job has a TTL.
 			d := "uniquejobs:" + randHex(16)
 			must(t, c.HSet(ctx, d+":LOCKED", "a2c4e6a8b0c2d4e6f8a0b2c4", "1778592705.006").Err())

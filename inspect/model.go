@@ -56,10 +56,21 @@ func (s Severity) Rank() int {
 type Layout struct {
 	Name       string     `json:"name"`
 	Confidence Confidence `json:"confidence"`
-	// Candidates, set when several libraries write values of this shape,
-	// lists them all, most likely first; Name is then the first of them
-	// and Confidence is guess: the value alone cannot tell them apart.
+	// Candidates lists several libraries, most likely first, when the
+	// value alone cannot tell them apart (Name the first, Confidence
+	// guess). No layout sets it since issue 27: a shape several libraries
+	// write names none (SeenIn); the field stays in the JSON shape.
 	Candidates []string `json:"candidates,omitempty"`
+	// Shape, set when no layout matched (Name "unknown"), says what the
+	// value is: a generic shape (docs/layouts.md, "Keys no layout
+	// explains"), e.g. "uuid", "hex-token", "counter", "time-scored-zset".
+	Shape string `json:"shape,omitempty"`
+	// Description says in one line what the key is: its shape, its TTL and
+	// its companions, without naming a library that nothing specific to it matched.
+	Description string `json:"description,omitempty"`
+	// SeenIn lists libraries known to write this generic shape, among many
+	// others: no evidence that one of them wrote this key.
+	SeenIn []string `json:"seen_in,omitempty"`
 }
 
 // Label names the layout for people: "redis-py", or "node-redlock or

@@ -353,8 +353,8 @@ func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 			q.queued++
 		}
 		cc.strict = cc.strict || strict
-		if c.Role == rolePermitTimeouts {
-			continue // every integer key a scan meets has this probe: one read, not three
+		if c.Role == rolePermitTimeouts || c.Role == roleNeighbour {
+			continue // every integer key a scan meets has these probes: one read, not three
 		}
 		if cc.pttl == nil {
 			cc.pttl = q.pipe.Do(ctx, "pttl", ck)

@@ -216,28 +216,38 @@ func (st *scanState) readPart(ctx context.Context, read redis.Cmdable, keys []st
 }
 
 // SortByTTL orders locks by remaining TTL: the soonest to expire first,
-// then keys without a TTL, then absent keys; ties by key.
+// then keys without a TTL, then absent keys; ties by key (CompareTTL),
+// equal ones in their order.
 func SortByTTL(locks []Lock) {
-	rank := func(l *Lock) (int, int64) {
-		switch {
-		case l.PTTLMS >= 0:
-			return 0, l.PTTLMS
-		case l.PTTLMS == -1:
-			return 1, 0
-		}
-		return 2, 0
+	sort.SliceStable(locks, func(i, j int) bool { return CompareTTL(&locks[i], &locks[j]) < 0 })
+}
+
+// CompareTTL is SortByTTL's order: negative when a comes before b,
+// positive after, 0 for the same rank, TTL and key.
+func CompareTTL(a, b *Lock) int {
+	ra, ta := TTLRank(a)
+	rb, tb := TTLRank(b)
+	switch {
+	case ra != rb:
+		return ra - rb
+	case ta < tb:
+		return -1
+	case ta > tb:
+		return 1
 	}
-	sort.SliceStable(locks, func(i, j int) bool {
-		ri, ti := rank(&locks[i])
-		rj, tj := rank(&locks[j])
-		if ri != rj {
-			return ri < rj
-		}
-		if ti != tj {
-			return ti < tj
-		}
-		return locks[i].Key < locks[j].Key
-	})
+	return strings.Compare(a.Key, b.Key)
+}
+
+// TTLRank is l's place in CompareTTL's order before its key: 0 and the
+// TTL (ms) for a key with one, 1 and 0 for none, 2 and 0 for an absent key.
+func TTLRank(l *Lock) (int, int64) {
+	switch {
+	case l.PTTLMS >= 0:
+		return 0, l.PTTLMS
+	case l.PTTLMS == -1:
+		return 1, 0
+	}
+	return 2, 0
 }
 
 // GlobEscape escapes the SCAN MATCH metacharacters * ? [ ] \ so a value is

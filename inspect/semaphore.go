@@ -86,10 +86,11 @@ func zsetCompanions(key string) []companionKey {
 }
 
 // detectZset tells which semaphore or shared lock wrote a zset; a zset no
-// layout explains stays WRONG_TYPE.
+// layout explains is described (genericZset).
 func (d *detection) detectZset() {
-	ms, ok := zmembers(d.v.Items)
-	if ok && len(ms) > 0 {
+	ms, scored := zmembers(d.v.Items)
+	ok := scored && len(ms) > 0
+	if ok {
 		// Symfony's members are the strictest shape: a resource may be named "semaphore:…".
 		switch {
 		case d.symfonyLock(ms):
@@ -99,8 +100,8 @@ func (d *detection) detectZset() {
 			ok = false
 		}
 	}
-	if !ok || len(ms) == 0 {
-		d.lock.add(FindingWrongType, SeverityError, "a zset whose members and scores no semaphore or shared lock writes (redis-semaphore, Symfony Lock, Redisson)")
+	if !ok {
+		d.genericZset(ms, scored)
 		return
 	}
 	d.staleHolders()

@@ -3,8 +3,10 @@ package inspect
 import (
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 )
 
@@ -28,12 +30,21 @@ const (
 	// fell faster than time passed (the server's clock stepped forward).
 	EventTTLJump = "TTL_JUMP"
 	// EventFenceBackwards: the fencing counter (or token) decreased.
-	EventFenceBackwards = "FENCE_BACKWARDS"
+	EventFenceBackwards = history.CodeFenceBackwards
 	// EventRenewedPastBound: the same owner renewed past the renewal bound.
 	EventRenewedPastBound = "RENEWED_PAST_BOUND"
 	// EventOverAdmitted: a semaphore or shared lock began to admit more
 	// holders than it may (the OVER_ADMITTED finding, semaphore.go).
 	EventOverAdmitted = "OVER_ADMITTED"
+	// EventFinding and EventFindingCleared: a finding (Code, Severity)
+	// appeared on, or went from, a key followed by `watch --pattern`.
+	EventFinding        = "FINDING"
+	EventFindingCleared = "FINDING_CLEARED"
+	// EventCompanion: the key is (or became) a lock's companion (a fence
+	// counter, a signal list, a wait queue): no holder, so never ACQUIRED.
+	EventCompanion = "COMPANION"
+	// EventCompanionGone: a companion key went away.
+	EventCompanionGone = "COMPANION_GONE"
 )
 
 // Sample is one observation of a key by watch.
@@ -65,11 +76,14 @@ type Sample struct {
 	OverAdmitted string
 	// Holders counts a semaphore's or shared lock's live holders.
 	Holders int
+	// Role is the companion role of a key that is another lock's companion
+	// (Lock.Role), "" for a lock.
+	Role string
 }
 
 // SampleOf turns an inspected Lock into a Sample taken at at.
 func SampleOf(l Lock, at time.Time) Sample {
-	s := Sample{At: at, Key: l.Key, Exists: l.Exists, Type: l.Type, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS}
+	s := Sample{At: at, Key: l.Key, Exists: l.Exists, Type: l.Type, PTTLMS: l.PTTLMS, ExpireAtMS: l.serverExpireAtMS, Role: l.Role}
 	if b, err := hex.DecodeString(l.OwnerHex); err == nil {
 		s.Owner = string(b)
 	}
@@ -109,8 +123,11 @@ type Event struct {
 	ElapsedMS      int64  `json:"elapsed_ms"`
 	Fence          *int64 `json:"fence,omitempty"`
 	// HeldMS is how long this owner has been seen holding the key.
-	HeldMS  int64  `json:"held_ms,omitempty"`
-	Message string `json:"message"`
+	HeldMS int64 `json:"held_ms,omitempty"`
+	// Code and Severity name the finding of a FINDING or FINDING_CLEARED event.
+	Code     string `json:"code,omitempty"`
+	Severity string `json:"severity,omitempty"`
+	Message  string `json:"message"`
 }
 
 // WatchOptions tune event derivation.
@@ -168,6 +185,10 @@ func (d *Differ) Next(cur Sample) []Event {
 // next is Next without OVER_ADMITTED: the ownership events.
 func (d *Differ) next(cur Sample) []Event {
 	prev := d.prev
+	if cur.Role != "" || prev != nil && prev.Role != "" && !cur.Exists {
+		d.prev = &cur
+		return d.companion(cur, prev)
+	}
 	d.prev = &cur
 	if prev == nil {
 		d.lastFence = cur.Fence
@@ -234,6 +255,22 @@ func (d *Differ) next(cur Sample) []Event {
 	return out
 }
 
+// companion derives the events of a companion key: it has no holder, so
+// it appears (COMPANION) and goes (COMPANION_GONE), never ACQUIRED or
+// RELEASED; its value changing (a counter's INCR) is no event.
+func (d *Differ) companion(cur Sample, prev *Sample) []Event {
+	role := strings.ReplaceAll(cur.Role, "_", " ")
+	switch {
+	case prev == nil && !cur.Exists:
+		return []Event{d.event(EventFree, cur, nil, "no holder")}
+	case prev == nil || !prev.Exists || prev.Role == "":
+		return []Event{d.event(EventCompanion, cur, prev, "a %s of a lock, not a holder: %s", role, left(cur.PTTLMS))}
+	case !cur.Exists:
+		return []Event{d.event(EventCompanionGone, cur, prev, "the %s went away", strings.ReplaceAll(prev.Role, "_", " "))}
+	}
+	return nil
+}
+
 // done is when the reply to s arrived (At when not recorded).
 func (s *Sample) done() time.Time {
 	if s.Done.Before(s.At) {
@@ -241,6 +278,10 @@ func (s *Sample) done() time.Time {
 	}
 	return s.Done
 }
+
+// OwnerSince is when the current owner was first seen (zero before the
+// first sample of a held key).
+func (d *Differ) OwnerSince() time.Time { return d.ownerSince }
 
 func (d *Differ) newOwner(s Sample) {
 	d.ownerSince, d.pastBound = s.At, false

@@ -198,3 +198,38 @@ func TestWatchCutDuringPause(t *testing.T) {
 		t.Errorf("events = %q, want HELD TTL_JUMP", got)
 	}
 }
+
+// A companion key (a signal list that appears after a release, a fence
+// counter raised by each acquire) is no holder: COMPANION when it appears,
+// COMPANION_GONE when it goes, never ACQUIRED or RELEASED (issue 27 item 5).
+func TestWatchCompanion(t *testing.T) {
+	c := client(t)
+	k := "lock-signal:" + t.Name()
+	r := &inspect.Reader{}
+	d := inspect.NewDiffer(inspect.WatchOptions{})
+	var kinds []string
+	sample := func() {
+		locks, err := r.Read(ctx, c, []string{k})
+		must(t, err)
+		for _, e := range d.Next(inspect.SampleOf(locks[0], time.Now())) {
+			kinds = append(kinds, e.Event)
+		}
+	}
+	sample()
+	must(t, c.RPush(ctx, k, 1).Err())
+	sample()
+	must(t, c.RPush(ctx, k, 2).Err())
+	sample()
+	must(t, c.Del(ctx, k).Err())
+	sample()
+	fence := "{lock:" + t.Name() + "}:fence"
+	d = inspect.NewDiffer(inspect.WatchOptions{})
+	k = fence
+	must(t, c.Incr(ctx, fence).Err())
+	sample()
+	must(t, c.Incr(ctx, fence).Err())
+	sample()
+	if got := strings.Join(kinds, " "); got != "FREE COMPANION COMPANION_GONE COMPANION" {
+		t.Errorf("events %q, want FREE COMPANION COMPANION_GONE COMPANION", got)
+	}
+}

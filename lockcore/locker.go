@@ -26,6 +26,9 @@ var (
 	//go:embed scripts/release.lua
 	releaseLua    string
 	releaseScript = lazyScript(releaseLua)
+	//go:embed scripts/release_dump.lua
+	releaseDumpLua    string
+	releaseDumpScript = lazyScript(releaseDumpLua)
 )
 
 func lazyScript(src string) func() *redis.Script {
@@ -285,7 +288,22 @@ func (l *Lock) Release(ctx context.Context) error {
 // ReleaseValue deletes key only if it holds exactly value (raw bytes
 // compared). It returns ErrNotHeld otherwise, or the client's error.
 func (lk *Locker) ReleaseValue(ctx context.Context, key, value string) error {
-	n, err := releaseScript().Run(ctx, lk.client, []string{key}, value).Int64()
+	return lk.deleteIf(ctx, releaseScript(), key, value)
+}
+
+// ReleaseDump deletes key only while its DUMP (type and contents, not the
+// TTL) is exactly dump, compared and deleted in one script: the forced
+// delete of a key that holds no lock string, which deletes only what was
+// shown. It returns ErrNotHeld when the key is gone or has changed, or the
+// client's error (an ACL that refuses DUMP).
+func (lk *Locker) ReleaseDump(ctx context.Context, key, dump string) error {
+	return lk.deleteIf(ctx, releaseDumpScript(), key, dump)
+}
+
+// deleteIf runs a compare-and-delete script on key with its expected
+// contents: 1 means deleted, anything else ErrNotHeld.
+func (lk *Locker) deleteIf(ctx context.Context, script *redis.Script, key, expected string) error {
+	n, err := script.Run(ctx, lk.client, []string{key}, expected).Int64()
 	if err != nil {
 		return err
 	}

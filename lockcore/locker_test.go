@@ -416,15 +416,7 @@ func TestAcquireHugeHolderValue(t *testing.T) {
 // and Release, not ErrNotHeld: only a wrong-type key reads as not held.
 func TestRenewReleaseGetDenied(t *testing.T) {
 	ctx := context.Background()
-	s := redistest.Shared(t)
-	admin := s.Client(t)
-	user := "lockcore-noget"
-	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-get").Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
-	t.Cleanup(func() { _ = rdb.Close() })
+	admin, rdb := clientWithout(t, "get")
 	keys := testKeys(t)
 	l, err := NewLocker(rdb).Acquire(ctx, keys, 10*time.Second)
 	if err != nil {
@@ -439,6 +431,22 @@ func TestRenewReleaseGetDenied(t *testing.T) {
 	if v := admin.Get(ctx, keys.Lock).Val(); v != l.Value() {
 		t.Errorf("lock value %q after the refused calls, want %q", v, l.Value())
 	}
+}
+
+// clientWithout returns the shared server's admin client and a client of
+// an ACL user denied command, removed when t ends.
+func clientWithout(t *testing.T, command string) (admin, denied *redis.Client) {
+	ctx := context.Background()
+	s := redistest.Shared(t)
+	admin = s.Client(t)
+	user := "lockcore-no" + command
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-"+command).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "ACL", "DELUSER", user) })
+	denied = redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
+	t.Cleanup(func() { _ = denied.Close() })
+	return admin, denied
 }
 
 // Mutual exclusion and strictly increasing fences under contention.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // manyActors is a scenario of n actors taking the lock in turn: each
@@ -79,7 +81,7 @@ func TestRunIssue19Actors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Lanes) != n || res.Verdict != VerdictSafe || res.EndMS != (n-1)*1000+500 {
+	if len(res.Lanes) != n || res.Verdict != history.VerdictSafe || res.EndMS != (n-1)*1000+500 {
 		t.Errorf("%d lanes, verdict %s, end %d ms", len(res.Lanes), res.Verdict, res.EndMS)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 const never = int64(1) << 62
@@ -132,7 +134,7 @@ type engine struct {
 	mask       uint8
 	violations []Violation
 	events     []Event
-	lanes      []Lane
+	lanes      []history.Lane
 	acted      [4]int
 	actedNote  [4]string
 }
@@ -190,11 +192,11 @@ func (e *engine) reset() {
 		e.actors[ai].steps = append(e.actors[ai].steps, i)
 	}
 	if e.record {
-		e.lanes = make([]Lane, 0, len(e.actors))
+		e.lanes = make([]history.Lane, 0, len(e.actors))
 		for i := range e.actors {
 			if a := &e.actors[i]; !a.server {
 				a.lane = len(e.lanes)
-				e.lanes = append(e.lanes, Lane{Actor: a.name, Segments: []Segment{}})
+				e.lanes = append(e.lanes, history.NewLane(a.name))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package simulate
 import (
 	"fmt"
 	"slices"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 func (e *engine) active(a *actor) bool {
@@ -10,8 +12,8 @@ func (e *engine) active(a *actor) bool {
 }
 
 // accumulate checks the invariants that hold over a stretch of time,
-// [from, to), during which nothing changes: OVERLAP and
-// LOCK_LOST_WHILE_WORKING. to == never closes every open interval. It costs
+// [from, to), during which nothing changes: history.CodeOverlap and
+// history.CodeLockLost. to == never closes every open interval. It costs
 // one pass over the actors plus the pairs of actors in the critical section
 // (not all pairs: 5,000 actors made that 25 million a step).
 func (e *engine) accumulate(from, to int64) {
@@ -44,13 +46,11 @@ func (e *engine) accumulate(from, to int64) {
 // its actor was parked or dropped (its state did not change since).
 func (e *engine) closeLanes(end int64) {
 	for i := range e.lanes {
-		if k := len(e.lanes[i].Segments); k > 0 && e.lanes[i].Segments[k-1].ToMS < end {
-			e.lanes[i].Segments[k-1].ToMS = end
-		}
+		e.lanes[i].Close(end)
 	}
 }
 
-// lockLost opens or closes a's LOCK_LOST_WHILE_WORKING interval at from.
+// lockLost opens or closes a's history.CodeLockLost interval at from.
 func (e *engine) lockLost(a *actor, active bool, from int64) {
 	lost := active && !e.held(a)
 	switch {
@@ -63,7 +63,7 @@ func (e *engine) lockLost(a *actor, active bool, from int64) {
 	case !lost && a.lostOpen >= 0:
 		if e.record {
 			start, g := a.lostOpen, a.lostLeaseEnd
-			e.violations = append(e.violations, Violation{Code: CodeLockLost, AtMS: start, Actor: a.name,
+			e.violations = append(e.violations, Violation{Code: history.CodeLockLost, AtMS: start, Actor: a.name,
 				Message: fmt.Sprintf("%s kept working %s–%s after its lease ended at %s", a.name, fmtMS(start), fmtMS(from), fmtMS(g))})
 		}
 		a.lostOpen = -1
@@ -80,7 +80,7 @@ func (e *engine) bothLive(k int64) bool {
 	return oi && oj
 }
 
-// overlaps opens an OVERLAP interval at from for each new pair of actors in
+// overlaps opens an history.CodeOverlap interval at from for each new pair of actors in
 // e.live and closes those whose pair left it, in pair order (the order of
 // the violations of one instant).
 func (e *engine) overlaps(from int64) {
@@ -99,7 +99,7 @@ func (e *engine) overlaps(from int64) {
 			if b.sectionStart < a.sectionStart {
 				first, second = b, a
 			}
-			e.violations = append(e.violations, Violation{Code: CodeOverlap, AtMS: e.open[k], Actor: second.name,
+			e.violations = append(e.violations, Violation{Code: history.CodeOverlap, AtMS: e.open[k], Actor: second.name,
 				Message: fmt.Sprintf("%s and %s both in the critical section %s–%s", first.name, second.name, fmtMS(e.open[k]), fmtMS(from))})
 		}
 		delete(e.open, k)
@@ -119,29 +119,9 @@ func (e *engine) lane(i int, from, to int64, closing bool) {
 		return
 	}
 	a := &e.actors[i]
-	state := LaneIdle
-	switch {
-	case a.crashed:
-		state = LaneCrashed
-	case a.paused:
-		state = LanePaused
-	case a.inSection && a.busyUntil > from && a.busyKind == ActCall:
-		state = LaneCall
-	case a.inSection && e.partitioned(a):
-		state = LanePartitioned
-	case a.inSection:
-		state = LaneWorking
-	}
-	l := &e.lanes[a.lane]
-	holds := e.held(a)
-	if k := len(l.Segments); k > 0 && l.Segments[k-1].ToMS < from {
-		l.Segments[k-1].ToMS = from // it was parked or dropped: unchanged since
-	}
-	if k := len(l.Segments); k > 0 && l.Segments[k-1].State == state && l.Segments[k-1].Holds == holds && l.Segments[k-1].ToMS == from {
-		l.Segments[k-1].ToMS = to
-		return
-	}
-	l.Segments = append(l.Segments, Segment{FromMS: from, ToMS: to, State: state, Holds: holds})
+	f := history.Flags{Crashed: a.crashed, Paused: a.paused, Working: a.inSection,
+		Call: a.inSection && a.busyUntil > from && a.busyKind == ActCall, Partitioned: a.inSection && e.partitioned(a)}
+	e.lanes[a.lane].Add(from, to, f, e.held(a))
 }
 
 // violate records a violation found at an instant (not over a stretch).

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // The faults of Redlock nodes, the per-node view of the timeline and the
@@ -273,7 +275,7 @@ func redlockNotes(sc *Scenario, res *Result, has func(Action) bool) []string {
 	if has(ActRestart) || has(ActCrash) && slices.ContainsFunc(sc.Steps, func(s Step) bool { return s.Do == ActCrash && s.Actor == serverActor }) {
 		out = append(out, "a node that restarts empty forgets the keys it held: the majority can pass to another process unless the node stays down longer than the longest lease (antirez's delayed restart) or syncs every write to disk")
 	}
-	if res.Verdict == VerdictUnsafe && slices.ContainsFunc(res.Violations, func(v Violation) bool { return v.Code == CodeOverlap }) {
+	if res.Verdict == history.VerdictUnsafe && slices.ContainsFunc(res.Violations, func(v Violation) bool { return v.Code == history.CodeOverlap }) {
 		out = append(out, "two processes held a majority at once: only a write boundary that refuses the older fence keeps the store correct (docs/redlock-debate.md)")
 	}
 	return out

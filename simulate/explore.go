@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // ExploreOptions choose how Explore searches: an exhaustive grid of Grid
@@ -255,9 +257,9 @@ func (res *ExploreResult) judge(sc Scenario, counts []int, best []Step, stop *st
 			res.ByCode = append(res.ByCode, CodeCount{Code: Codes[i], Schedules: c})
 		}
 	}
-	res.Verdict = VerdictSafe
+	res.Verdict = history.VerdictSafe
 	if res.Violating > 0 {
-		res.Verdict = VerdictUnsafe
+		res.Verdict = history.VerdictUnsafe
 		ce := sc
 		ce.Steps = best
 		ce.Name = sc.Name + "-counterexample"

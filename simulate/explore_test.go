@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // With every guard on, exploring the six guard-fixable scenarios finds no
@@ -14,9 +16,9 @@ import (
 // the counterexample file replays to the same violations.
 func TestExploreGuards(t *testing.T) {
 	wantCode := map[string]string{
-		"stale-writer": CodeStaleWrite, "unsafe-release": CodeForeignRelease, "renewal-loss": CodeLockLost,
-		"crash-recovery": CodeDuplicate, "duplicate-delivery": CodeDuplicate, "long-budget": CodeOverlap,
-		"redlock-late-pause": CodeStaleWrite,
+		"stale-writer": history.CodeStaleWrite, "unsafe-release": history.CodeForeignRelease, "renewal-loss": history.CodeLockLost,
+		"crash-recovery": history.CodeDuplicate, "duplicate-delivery": history.CodeDuplicate, "long-budget": history.CodeOverlap,
+		"redlock-late-pause": history.CodeStaleWrite,
 	}
 	for _, b := range Builtins() {
 		if b.Guard == "" {

@@ -24,8 +24,8 @@ var (
 	failoverScript = redis.NewScript(failoverLua)
 )
 
-// LiveTolerance is the real time below which a live OVERLAP or
-// LOCK_LOST_WHILE_WORKING is goroutine scheduling jitter, not a finding.
+// LiveTolerance is the real time below which a live history.CodeOverlap or
+// history.CodeLockLost is goroutine scheduling jitter, not a finding.
 const LiveTolerance = 5 * time.Millisecond
 
 // errPartitioned is what a partitioned process gets from Redis.

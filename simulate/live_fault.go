@@ -175,7 +175,7 @@ func (r *liveRun) stampLocked(a *liveActor, t time.Time, byStep bool) time.Time 
 // model, the lock and fence counter go back to what the run had written one
 // replication lag (default 1 s) ago, the counter only with the fence in
 // Redis (fence_source redis). A lock acquired or renewed since is lost, and
-// a later acquire may get a fence already issued (FENCE_BACKWARDS).
+// a later acquire may get a fence already issued (history.CodeFenceBackwards).
 func (r *liveRun) failover(st Step) {
 	lag := r.sc.ReplicationLagMS
 	if lag <= 0 {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 )
 
@@ -118,7 +119,7 @@ func (r *liveRun) granted(a *liveActor, lock *lockcore.Lock, sent time.Time, byS
 	r.mu.Unlock()
 	r.event(a.name, "acquire", true, lock.Fence, fmt.Sprintf("SET NX PX %s, fence %d", fmtMS(r.p.lease), lock.Fence))
 	if backwards {
-		r.violate(CodeFenceBackwards, a.name, fmt.Sprintf("%s got fence %d, not above %d", a.name, lock.Fence, prev))
+		r.violate(history.CodeFenceBackwards, a.name, fmt.Sprintf("%s got fence %d, not above %d", a.name, lock.Fence, prev))
 	}
 }
 
@@ -335,7 +336,7 @@ func (r *liveRun) renewOnce(a *liveActor, client partClient, at time.Time) renew
 			g.expires = sent.Add(a.lock.Lease)
 			r.snapLocked(at, true, v, g.expires)
 			r.mu.Unlock()
-			r.violate(CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
+			r.violate(history.CodeForeignRenew, a.name, fmt.Sprintf("%s's blind renewal extended %s's lock", a.name, g.actor))
 		}
 		r.event(a.name, "renew", true, 0, "blind PEXPIRE extended another holder's key")
 		return renewOK
@@ -418,7 +419,7 @@ func (r *liveRun) release(a *liveActor, client partClient) error {
 			r.mu.Lock()
 			g.lostAt = time.Now()
 			r.mu.Unlock()
-			r.violate(CodeForeignRelease, a.name, fmt.Sprintf("%s's blind DEL released %s's lock", a.name, g.actor))
+			r.violate(history.CodeForeignRelease, a.name, fmt.Sprintf("%s's blind DEL released %s's lock", a.name, g.actor))
 		}
 		r.event(a.name, "release", true, 0, "blind DEL deleted another holder's key")
 		return nil

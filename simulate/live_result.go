@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lockctl/lockctl/history"
 )
 
-// result checks the invariants over the observed intervals: OVERLAP and
-// LOCK_LOST_WHILE_WORKING (longer than LiveTolerance), with the violations
+// result checks the invariants over the observed intervals: history.CodeOverlap and
+// history.CodeLockLost (longer than LiveTolerance), with the violations
 // recorded as they happened.
 func (r *liveRun) result() LiveResult {
 	res := LiveResult{Prefix: r.o.Prefix, TimeScale: r.o.TimeScale, Events: r.events, Violations: r.viol}
@@ -44,7 +46,7 @@ func (r *liveRun) result() LiveResult {
 		for _, off := range append(slices.Clone(s.grant.gaps), [2]time.Time{s.grant.end(), s.to}) {
 			from, to := maxTime(off[0], s.from), minTime(off[1], s.to)
 			if to.Sub(from) > LiveTolerance {
-				res.Violations = append(res.Violations, Violation{Code: CodeLockLost, AtMS: r.virtual(from), Actor: s.actor,
+				res.Violations = append(res.Violations, Violation{Code: history.CodeLockLost, AtMS: r.virtual(from), Actor: s.actor,
 					Message: fmt.Sprintf("%s kept working %s–%s after its lease ended", s.actor, fmtMS(r.virtual(from)), fmtMS(r.virtual(to)))})
 				break
 			}
@@ -61,7 +63,7 @@ func (r *liveRun) result() LiveResult {
 				if y.from.Before(x.from) {
 					first, second = second, first
 				}
-				res.Violations = append(res.Violations, Violation{Code: CodeOverlap, AtMS: r.virtual(from), Actor: second,
+				res.Violations = append(res.Violations, Violation{Code: history.CodeOverlap, AtMS: r.virtual(from), Actor: second,
 					Message: fmt.Sprintf("%s and %s both in the critical section %s–%s", first, second, fmtMS(r.virtual(from)), fmtMS(r.virtual(to)))})
 			}
 		}
@@ -74,9 +76,9 @@ func (r *liveRun) result() LiveResult {
 	if res.Events == nil {
 		res.Events = []Event{}
 	}
-	res.Verdict = VerdictSafe
+	res.Verdict = history.VerdictSafe
 	if len(res.Violations) > 0 {
-		res.Verdict = VerdictUnsafe
+		res.Verdict = history.VerdictUnsafe
 	}
 	return res
 }

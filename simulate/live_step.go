@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/lockcore"
 )
 
@@ -187,7 +188,7 @@ func (r *liveRun) step(a *liveActor, st Step, inFlight bool) error {
 		}
 		r.event(a.name, "send", true, 0, "effect applied: "+st.Key)
 		if n > 1 {
-			r.violate(CodeDuplicate, a.name, fmt.Sprintf("%s applied %d times", st.Key, n))
+			r.violate(history.CodeDuplicate, a.name, fmt.Sprintf("%s applied %d times", st.Key, n))
 		}
 	}
 	return nil
@@ -229,7 +230,7 @@ func (r *liveRun) write(a *liveActor, client partClient, inFlight bool) error {
 		r.mu.Lock()
 		newer := r.grants[newest-1].actor
 		r.mu.Unlock()
-		r.violate(CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after %s's newer write", a.name, a.lock.Fence, newer))
+		r.violate(history.CodeStaleWrite, a.name, fmt.Sprintf("the store accepted %s's write with fence %d after %s's newer write", a.name, a.lock.Fence, newer))
 	}
 	return nil
 }

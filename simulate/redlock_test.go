@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // redlockGuards are the guards a Redlock run gets by default: all but
@@ -23,11 +25,11 @@ func TestRedlockBuiltinVerdicts(t *testing.T) {
 		want, fenced string
 		codes        []string
 	}{
-		{"redlock-clock-jump", VerdictUnsafe, VerdictUnsafe, []string{CodeStaleWrite, CodeOverlap, CodeLockLost}},
-		{"redlock-pause", VerdictSafe, VerdictSafe, nil},
-		{"redlock-late-pause", VerdictUnsafe, VerdictSafe, []string{CodeStaleWrite}},
-		{"redlock-restart", VerdictUnsafe, VerdictUnsafe, []string{CodeStaleWrite, CodeOverlap, CodeLockLost}},
-		{"redlock-slow-boot", VerdictSafe, VerdictSafe, nil},
+		{"redlock-clock-jump", history.VerdictUnsafe, history.VerdictUnsafe, []string{history.CodeStaleWrite, history.CodeOverlap, history.CodeLockLost}},
+		{"redlock-pause", history.VerdictSafe, history.VerdictSafe, nil},
+		{"redlock-late-pause", history.VerdictUnsafe, history.VerdictSafe, []string{history.CodeStaleWrite}},
+		{"redlock-restart", history.VerdictUnsafe, history.VerdictUnsafe, []string{history.CodeStaleWrite, history.CodeOverlap, history.CodeLockLost}},
+		{"redlock-slow-boot", history.VerdictSafe, history.VerdictSafe, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runBuiltin(t, tc.name, redlockGuards(), Overrides{})
@@ -66,7 +68,7 @@ func TestRedlockClockJumpWhy(t *testing.T) {
 	if !q.OK || q.Lock == nil || q.Lock.Holder != "B" || q.Nodes[0].Holder != "A" || q.Nodes[2].Holder != "B" {
 		t.Errorf("B's quorum at 6s: %+v", q)
 	}
-	v, ok := violation(r, CodeOverlap)
+	v, ok := violation(r, history.CodeOverlap)
 	if !ok || v.Message != "A and B both in the critical section 6s–11s" {
 		t.Errorf("overlap: %+v", v)
 	}
@@ -99,8 +101,8 @@ func TestRedlockScenarioBFile(t *testing.T) {
 		t.Fatalf("nodes %d, guards %+v, fence source %s", sc.Nodes, sc.Guards, sc.FenceSource)
 	}
 	r := run(t, sc)
-	want := []string{CodeLockLost, CodeOverlap, CodeStaleWrite}
-	if r.Verdict != VerdictUnsafe || !slices.Equal(ViolationCodes(r.Violations), sorted(want)) {
+	want := []string{history.CodeLockLost, history.CodeOverlap, history.CodeStaleWrite}
+	if r.Verdict != history.VerdictUnsafe || !slices.Equal(ViolationCodes(r.Violations), sorted(want)) {
 		t.Errorf("verdict %s %v", r.Verdict, ViolationCodes(r.Violations))
 	}
 	out, err := MarshalFile(sc)
@@ -156,14 +158,14 @@ func TestRedlockExplore(t *testing.T) {
 	if !slices.ContainsFunc(res.Dimensions, func(d Dimension) bool { return d.Action == ActRestart }) {
 		t.Errorf("restart is not varied: %+v", res.Dimensions)
 	}
-	if res.Verdict != VerdictUnsafe || res.Counterexample == nil {
+	if res.Verdict != history.VerdictUnsafe || res.Counterexample == nil {
 		t.Fatalf("a restart sooner than the lease should break it: %+v", res.ByCode)
 	}
 	ce, err := ParseFile([]byte(res.Counterexample.File))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Counterexample.File)
 	}
-	if r := run(t, ce); r.Verdict != VerdictUnsafe || r.Nodes != 5 {
+	if r := run(t, ce); r.Verdict != history.VerdictUnsafe || r.Nodes != 5 {
 		t.Errorf("counterexample replays %s on %d nodes", r.Verdict, r.Nodes)
 	}
 }
@@ -204,7 +206,7 @@ events:
 	if e := find(t, r, 14000, "B", "quorum"); !e.OK {
 		t.Errorf("B's quorum at 14s: %+v", e)
 	}
-	if r.Verdict != VerdictSafe {
+	if r.Verdict != history.VerdictSafe {
 		t.Errorf("verdict %s: %v", r.Verdict, r.Violations)
 	}
 }
@@ -224,7 +226,7 @@ events:
   - {at: 11s, actor: B, do: work, for: 10s}
 `
 	for _, tc := range []struct{ check, note, code string }{
-		{"false", "blind DEL deleted B's key on nodes 1, 2, 3", CodeForeignRelease},
+		{"false", "blind DEL deleted B's key on nodes 1, 2, 3", history.CodeForeignRelease},
 		{"true", "refused on nodes 1, 2, 3: not owner (B holds it)", ""},
 	} {
 		sc, err := ParseFile([]byte(strings.Replace(file, "%s", tc.check, 1)))
@@ -235,7 +237,7 @@ events:
 		if e := find(t, r, 15000, "A", "release"); e.Note != tc.note {
 			t.Errorf("owner_check %s: release %+v", tc.check, e)
 		}
-		if _, ok := violation(r, CodeForeignRelease); ok != (tc.code != "") {
+		if _, ok := violation(r, history.CodeForeignRelease); ok != (tc.code != "") {
 			t.Errorf("owner_check %s: %v", tc.check, r.Violations)
 		}
 	}

@@ -1,31 +1,14 @@
 package simulate
 
-import "slices"
+import (
+	"slices"
 
-// Violation codes: the invariants the simulator checks over a run.
-const (
-	// CodeStaleWrite: the store accepted a write from an older acquisition
-	// after it had accepted one from a newer acquisition (Kleppmann 2016: the
-	// stale writer's write corrupts the newer holder's).
-	CodeStaleWrite = "STALE_WRITE_ACCEPTED"
-	// CodeOverlap: two processes actively working in the critical section at
-	// the same time; a paused process is not working.
-	CodeOverlap = "OVERLAP"
-	// CodeForeignRelease: a release deleted another holder's key (blind DEL).
-	CodeForeignRelease = "FOREIGN_RELEASE"
-	// CodeForeignRenew: a renewal extended another holder's key (blind PEXPIRE).
-	CodeForeignRenew = "FOREIGN_RENEW"
-	// CodeLockLost: work went on after the holder's lease was lost.
-	CodeLockLost = "LOCK_LOST_WHILE_WORKING"
-	// CodeDuplicate: one logical external effect happened twice.
-	CodeDuplicate = "DUPLICATE_EFFECT"
-	// CodeFenceBackwards: an acquisition got a fencing token not above one
-	// issued before it.
-	CodeFenceBackwards = "FENCE_BACKWARDS"
+	"github.com/lockctl/lockctl/history"
 )
 
-// Codes lists every violation code in a fixed order (bit i of a mask is Codes[i]).
-var Codes = []string{CodeStaleWrite, CodeOverlap, CodeForeignRelease, CodeForeignRenew, CodeLockLost, CodeDuplicate, CodeFenceBackwards}
+// Codes lists every violation code the simulator checks, in a fixed
+// order (bit i of a mask is Codes[i]).
+var Codes = []string{history.CodeStaleWrite, history.CodeOverlap, history.CodeForeignRelease, history.CodeForeignRenew, history.CodeLockLost, history.CodeDuplicate, history.CodeFenceBackwards}
 
 const (
 	bitStale uint8 = 1 << iota
@@ -35,12 +18,6 @@ const (
 	bitLockLost
 	bitDuplicate
 	bitFenceBackwards
-)
-
-// Verdicts.
-const (
-	VerdictSafe   = "safe"
-	VerdictUnsafe = "unsafe"
 )
 
 // Violation is one broken invariant: its code, when (virtual ms), which
@@ -157,30 +134,5 @@ type Result struct {
 	// EndMS is the virtual time of the last event.
 	EndMS int64 `json:"end_ms"`
 	// Lanes are each actor's states over time, for swimlane diagrams.
-	Lanes []Lane `json:"lanes"`
-}
-
-// Lane state names of a Segment.
-const (
-	LaneIdle        = "idle"
-	LaneWorking     = "working"
-	LanePaused      = "paused"
-	LanePartitioned = "partitioned"
-	LaneCall        = "call"
-	LaneCrashed     = "crashed"
-)
-
-// Segment is one stretch [FromMS, ToMS) of an actor in one state.
-type Segment struct {
-	FromMS int64  `json:"from_ms"`
-	ToMS   int64  `json:"to_ms"`
-	State  string `json:"state"`
-	// Holds is true when the actor's key is really the lock's on the server.
-	Holds bool `json:"holds"`
-}
-
-// Lane is one actor's segments in time order.
-type Lane struct {
-	Actor    string    `json:"actor"`
-	Segments []Segment `json:"segments"`
+	Lanes []history.Lane `json:"lanes"`
 }

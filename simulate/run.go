@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // normalize fills defaults: send keys "<actor>-send-<n>" in file order,
@@ -73,7 +75,7 @@ func runScenario(sc Scenario, stop *stopper) (Result, error) {
 		switch {
 		case on && n > len(res.Violations):
 			gr.Effect, gr.Note = EffectContained, e.actedNote[gi]
-			if res.Verdict == VerdictSafe {
+			if res.Verdict == history.VerdictSafe {
 				gr.Effect = EffectSaved
 			}
 		case !on && n < len(res.Violations):
@@ -100,7 +102,7 @@ func (e *engine) result() Result {
 		return cmp.Or(cmp.Compare(a.AtMS, b.AtMS), cmp.Compare(slices.Index(Codes, a.Code), slices.Index(Codes, b.Code)), cmp.Compare(a.Actor, b.Actor))
 	})
 	res := Result{
-		Scenario: e.sc.Name, Nodes: len(e.nodes), Verdict: VerdictSafe, Violations: vs,
+		Scenario: e.sc.Name, Nodes: len(e.nodes), Verdict: history.VerdictSafe, Violations: vs,
 		Lease: LeaseReport{LeaseMS: e.p.lease, Renewable: e.p.renewable, RenewEveryMS: e.p.renewEvery,
 			BudgetMS: e.p.budget, RenewBoundMS: e.p.bound, MarginMS: e.p.margin, Mode: string(e.p.mode)},
 		FenceSource: e.sc.FenceSource, Check: e.sc.Check,
@@ -109,7 +111,7 @@ func (e *engine) result() Result {
 		Events: e.events, EndMS: e.now, Lanes: e.lanes, Actors: []string{},
 	}
 	if len(vs) > 0 {
-		res.Verdict = VerdictUnsafe
+		res.Verdict = history.VerdictUnsafe
 	}
 	for _, a := range e.actors {
 		if !a.server {
@@ -132,7 +134,7 @@ func notes(sc *Scenario, res *Result, stop *stopper) []string {
 	for _, v := range res.Violations {
 		codes[v.Code] = true
 	}
-	twoHolders := codes[CodeOverlap] || codes[CodeLockLost]
+	twoHolders := codes[history.CodeOverlap] || codes[history.CodeLockLost]
 	if sc.Check == CheckTTL && slices.ContainsFunc(res.Events, func(e Event) bool { return e.Kind == "write" && strings.Contains(e.Note, "stale view") }) {
 		out = append(out, "the TTL check passed before the pause: a check right before the write does not help when the pause falls between the check and the write reaching the store; only the write boundary (fencing) can refuse it (Kleppmann 2016)")
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 func run(t *testing.T, sc Scenario) Result {
@@ -57,9 +59,9 @@ func TestBuiltinVerdicts(t *testing.T) {
 	for _, b := range Builtins() {
 		t.Run(b.Name, func(t *testing.T) {
 			r := runBuiltin(t, b.Name, AllGuards(), Overrides{})
-			want := VerdictSafe
+			want := history.VerdictSafe
 			if !b.SafeGuarded {
-				want = VerdictUnsafe
+				want = history.VerdictUnsafe
 			}
 			if r.Verdict != want {
 				t.Fatalf("all guards: verdict %s, want %s: %v", r.Verdict, want, r.Violations)
@@ -75,7 +77,7 @@ func TestBuiltinVerdicts(t *testing.T) {
 				t.Errorf("guard %s: effect %s, want saved", b.Guard, r.Guards[gi].Effect)
 			}
 			off := runBuiltin(t, b.Name, AllGuards().With(b.Guard, false), Overrides{})
-			if off.Verdict != VerdictUnsafe {
+			if off.Verdict != history.VerdictUnsafe {
 				t.Fatalf("%s off: verdict %s, want unsafe", b.Guard, off.Verdict)
 			}
 			gi = slices.IndexFunc(off.Guards, func(g GuardReport) bool { return g.Guard == b.Guard })
@@ -90,18 +92,18 @@ func TestBuiltinVerdicts(t *testing.T) {
 // source keeps the store's writes correct.
 func TestLimitsFencingKeepsStoreCorrect(t *testing.T) {
 	r := runBuiltin(t, "failover", AllGuards(), Overrides{})
-	if _, ok := violation(r, CodeFenceBackwards); !ok || r.Store.Correct {
+	if _, ok := violation(r, history.CodeFenceBackwards); !ok || r.Store.Correct {
 		t.Errorf("failover, fence in redis: want FENCE_BACKWARDS and an incorrect store: %v", r.Violations)
 	}
 	r = runBuiltin(t, "failover", AllGuards(), Overrides{FenceSource: FenceStore})
-	if r.Verdict != VerdictUnsafe || !r.Store.Correct || r.Store.Rejected != 1 {
+	if r.Verdict != history.VerdictUnsafe || !r.Store.Correct || r.Store.Rejected != 1 {
 		t.Errorf("failover, durable fence: verdict %s store %+v", r.Verdict, r.Store)
 	}
-	if _, ok := violation(r, CodeOverlap); !ok {
+	if _, ok := violation(r, history.CodeOverlap); !ok {
 		t.Errorf("failover: want OVERLAP: %v", r.Violations)
 	}
 	r = runBuiltin(t, "clock-jump", AllGuards(), Overrides{})
-	if r.Verdict != VerdictUnsafe || !r.Store.Correct || r.Store.Rejected != 1 {
+	if r.Verdict != history.VerdictUnsafe || !r.Store.Correct || r.Store.Rejected != 1 {
 		t.Errorf("clock-jump: verdict %s store %+v", r.Verdict, r.Store)
 	}
 }
@@ -119,16 +121,16 @@ func TestCase2UnsafeRelease(t *testing.T) {
 	if e := find(t, r, 31100, "C", "acquire"); e.OK {
 		t.Errorf("C entered at 31100 with owner checks: %+v", e)
 	}
-	if r.Verdict != VerdictSafe {
+	if r.Verdict != history.VerdictSafe {
 		t.Errorf("verdict %s: %v", r.Verdict, r.Violations)
 	}
 
 	r = runBuiltin(t, "unsafe-release", AllGuards().With("owner_check", false), Overrides{})
-	v, ok := violation(r, CodeForeignRelease)
+	v, ok := violation(r, history.CodeForeignRelease)
 	if !ok || v.AtMS != 31000 || v.Actor != "A" {
 		t.Errorf("FOREIGN_RELEASE: %+v", r.Violations)
 	}
-	v, ok = violation(r, CodeOverlap)
+	v, ok = violation(r, history.CodeOverlap)
 	if !ok || v.AtMS != 31100 || v.Message != "B and C both in the critical section 31.1s–1m" {
 		t.Errorf("OVERLAP 31100–60000: %+v", v)
 	}
@@ -142,11 +144,11 @@ func TestCase3RenewalLoss(t *testing.T) {
 	if e := find(t, r, 16000, "A", "renew"); e.OK || !strings.Contains(e.Note, "not owner") {
 		t.Errorf("owner-checked renewal at 16000 must fail: %+v", e)
 	}
-	v, ok := violation(r, CodeLockLost)
+	v, ok := violation(r, history.CodeLockLost)
 	if !ok || v.AtMS != 10000 || v.Actor != "A" {
 		t.Errorf("A lost the lock at 10000: %+v", r.Violations)
 	}
-	if _, ok := violation(r, CodeForeignRenew); ok {
+	if _, ok := violation(r, history.CodeForeignRenew); ok {
 		t.Errorf("no FOREIGN_RENEW with owner checks: %+v", r.Violations)
 	}
 
@@ -154,7 +156,7 @@ func TestCase3RenewalLoss(t *testing.T) {
 	if e := find(t, r, 16000, "A", "renew"); !e.OK || e.Lock.Holder != "B" {
 		t.Errorf("blind renewal at 16000 extends B's key: %+v", e)
 	}
-	v, ok = violation(r, CodeForeignRenew)
+	v, ok = violation(r, history.CodeForeignRenew)
 	if !ok || v.AtMS != 16000 || v.Actor != "A" {
 		t.Errorf("FOREIGN_RENEW at 16000: %+v", r.Violations)
 	}
@@ -162,7 +164,7 @@ func TestCase3RenewalLoss(t *testing.T) {
 	// With cancel-on-loss A stops before its lease ends (10000 − 102 ms margin).
 	r = runBuiltin(t, "renewal-loss", AllGuards(), Overrides{})
 	find(t, r, 9898, "A", "cancel")
-	if r.Verdict != VerdictSafe {
+	if r.Verdict != history.VerdictSafe {
 		t.Errorf("verdict %s: %v", r.Verdict, r.Violations)
 	}
 }
@@ -197,7 +199,7 @@ func TestCase7GCPause(t *testing.T) {
 	if e := find(t, r, 38000, "A", "write"); e.OK || e.Note != "rejected: fence 17 < 18" {
 		t.Errorf("A's commit with fence 17 must be rejected: %+v", e)
 	}
-	if r.Verdict != VerdictSafe {
+	if r.Verdict != history.VerdictSafe {
 		t.Errorf("verdict %s: %v", r.Verdict, r.Violations)
 	}
 
@@ -205,7 +207,7 @@ func TestCase7GCPause(t *testing.T) {
 	for _, check := range []string{CheckNone, CheckTTL} {
 		sc.Check = check
 		r = run(t, sc)
-		v, ok := violation(r, CodeStaleWrite)
+		v, ok := violation(r, history.CodeStaleWrite)
 		if !ok || v.AtMS != 38000 || v.Actor != "A" {
 			t.Errorf("check %s: want STALE_WRITE_ACCEPTED at 38000: %v", check, r.Violations)
 		}
@@ -219,7 +221,7 @@ func TestCase7GCPause(t *testing.T) {
 // A TTL check before the write does not help stale-writer without fencing.
 func TestStaleWriterTTLCheckDoesNotHelp(t *testing.T) {
 	r := runBuiltin(t, "stale-writer", AllGuards().With("fencing", false), Overrides{Check: CheckTTL})
-	if r.Verdict != VerdictUnsafe {
+	if r.Verdict != history.VerdictUnsafe {
 		t.Fatalf("verdict %s", r.Verdict)
 	}
 	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "TTL check passed before the pause") {
@@ -227,7 +229,7 @@ func TestStaleWriterTTLCheckDoesNotHelp(t *testing.T) {
 	}
 	// A pause that ends before the write is not in flight: the check works.
 	r = runBuiltin(t, "stale-writer", AllGuards().With("fencing", false), Overrides{Pause: 10 * 1e9})
-	if r.Verdict != VerdictSafe {
+	if r.Verdict != history.VerdictSafe {
 		t.Errorf("10s pause: verdict %s: %v", r.Verdict, r.Violations)
 	}
 }
@@ -240,7 +242,7 @@ func TestCrashRecoveryTakeover(t *testing.T) {
 	r = runBuiltin(t, "crash-recovery", AllGuards(), Overrides{Mode: "ordinary"})
 	find(t, r, 1200000, "B", "acquire")
 	r = runBuiltin(t, "crash-recovery", AllGuards().With("idempotency_key", false), Overrides{Checkpoints: true})
-	if r.Verdict != VerdictSafe || r.Store.Effects != 3 {
+	if r.Verdict != history.VerdictSafe || r.Store.Effects != 3 {
 		t.Errorf("checkpoints: verdict %s effects %d", r.Verdict, r.Store.Effects)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/history"
 )
 
 // Client history operations (docs/trial.md, "Client history"): Jepsen's
@@ -29,6 +31,10 @@ type Op struct {
 	Key      *string         `json:"key"`
 	Seq      *int64          `json:"seq"`
 	Value    json.RawMessage `json:"value,omitempty"`
+	// Read is the value a read-modify-write read before it wrote Value
+	// (or a read's, without Value): it makes the resource a register that
+	// checkLinearizable checks.
+	Read json.RawMessage `json:"read,omitempty"`
 	// Worker and AtMS are set by the trial when the line arrives.
 	Worker int   `json:"-"`
 	AtMS   int64 `json:"-"`
@@ -59,9 +65,9 @@ func parseOp(line string) (Op, bool) {
 // its invoke line (the one the same worker printed last before it; without
 // one, its ok line) and its ok line, as in Jepsen's histories: an ok write
 // whose fence is below that of an ok write of the same resource that had
-// already returned before it was invoked is STALE_WRITE_ACCEPTED
+// already returned before it was invoked is history.CodeStaleWrite
 // (Kleppmann 2016: the store took the stale holder's write after a newer
-// holder's). A key already seen in an ok operation is DUPLICATE_EFFECT.
+// holder's). A key already seen in an ok operation is history.CodeDuplicate.
 func judgeHistory(ops []Op) []Violation {
 	type done struct {
 		fence  int64
@@ -71,10 +77,10 @@ func judgeHistory(ops []Op) []Violation {
 	}
 	var out []Violation
 	highest := map[string][]done{} // per resource: the running maximum by ok order
-	keys := map[string]Op{}
 	invokedMS := map[int]int64{}
-	committed := map[string][]Op{} // ok writes with a seq, per resource
-	for _, op := range ops {
+	var committed []Op // ok writes with a fence and a seq
+	again := repeatedKeys(ops)
+	for i, op := range ops {
 		switch op.Op {
 		case OpInvoke:
 			invokedMS[op.Worker] = op.AtMS
@@ -89,14 +95,14 @@ func judgeHistory(ops []Op) []Violation {
 		}
 		delete(invokedMS, op.Worker)
 		if op.Fence != nil && op.Seq != nil {
-			committed[op.Resource] = append(committed[op.Resource], op)
+			committed = append(committed, op)
 		} else if op.Fence != nil {
 			hs := highest[op.Resource]
 			// The highest fence among the writes that returned before this one began.
-			i := sort.Search(len(hs), func(i int) bool { return hs[i].okMS >= start }) - 1
-			if i >= 0 && hs[i].fence > *op.Fence {
-				h := hs[i]
-				out = append(out, op.violation(CodeStaleWrite, fmt.Sprintf("worker %d's write to %s with fence %d was accepted after fence %d (worker %d, done at %s)",
+			j := sort.Search(len(hs), func(j int) bool { return hs[j].okMS >= start }) - 1
+			if j >= 0 && hs[j].fence > *op.Fence {
+				h := hs[j]
+				out = append(out, op.violation(history.CodeStaleWrite, fmt.Sprintf("worker %d's write to %s with fence %d was accepted after fence %d (worker %d, done at %s)",
 					op.Worker, resourceName(op.Resource), *op.Fence, h.fence, h.worker, fmtMS(h.atMS))))
 			}
 			top := done{*op.Fence, op.Worker, op.AtMS, op.AtMS}
@@ -105,41 +111,49 @@ func judgeHistory(ops []Op) []Violation {
 			}
 			highest[op.Resource] = append(hs, top)
 		}
-		if op.Key != nil {
-			if first, ok := keys[*op.Key]; ok {
-				out = append(out, op.violation(CodeDuplicate, fmt.Sprintf("worker %d's write with key %q took effect again (first by worker %d at %s)",
-					op.Worker, *op.Key, first.Worker, fmtMS(first.AtMS))))
-			} else {
-				keys[*op.Key] = op
-			}
+		if first, ok := again[i]; ok {
+			out = append(out, op.violation(history.CodeDuplicate, fmt.Sprintf("worker %d's write with key %q took effect again (first by worker %d at %s)",
+				op.Worker, *op.Key, ops[first].Worker, fmtMS(ops[first].AtMS))))
 		}
 	}
 	return append(out, staleBySeq(committed)...)
 }
 
-// staleBySeq checks writes whose commit order the worker reported (seq):
-// in that order, a fence below an earlier one of the same resource is
-// STALE_WRITE_ACCEPTED, whatever the times of the lines.
-func staleBySeq(committed map[string][]Op) []Violation {
-	var out []Violation
-	resources := make([]string, 0, len(committed))
-	for r := range committed {
-		resources = append(resources, r)
-	}
-	sort.Strings(resources)
-	for _, r := range resources {
-		ops := committed[r]
-		sort.SliceStable(ops, func(i, j int) bool { return *ops[i].Seq < *ops[j].Seq })
-		var top Op
-		for i, op := range ops {
-			if i > 0 && *op.Fence < *top.Fence {
-				out = append(out, op.violation(CodeStaleWrite, fmt.Sprintf("worker %d's write to %s with fence %d was committed (seq %d) after fence %d (worker %d, seq %d)",
-					op.Worker, resourceName(op.Resource), *op.Fence, *op.Seq, *top.Fence, top.Worker, *top.Seq)))
-			}
-			if i == 0 || *op.Fence > *top.Fence {
-				top = op
-			}
+// repeatedKeys maps the index of each ok operation whose key an earlier ok
+// operation already had to the index of that first one.
+func repeatedKeys(ops []Op) map[int]int {
+	writes := make([]history.Write, len(ops))
+	for i, op := range ops {
+		if op.Op == OpOK {
+			writes[i].Key = op.Key
 		}
+	}
+	again := map[int]int{}
+	for _, idx := range history.DuplicateKeys(writes) {
+		for _, i := range idx[1:] {
+			again[i] = idx[0]
+		}
+	}
+	return again
+}
+
+// staleBySeq checks writes whose commit order the worker reported (seq):
+// in that order, per resource, a fence below an earlier one is a stale
+// write (history.StaleWrites), whatever the times of the lines.
+func staleBySeq(committed []Op) []Violation {
+	sort.SliceStable(committed, func(i, j int) bool {
+		a, b := committed[i], committed[j]
+		return a.Resource < b.Resource || a.Resource == b.Resource && *a.Seq < *b.Seq
+	})
+	writes := make([]history.Write, len(committed))
+	for i, op := range committed {
+		writes[i] = history.Write{Fence: op.Fence, Resource: op.Resource}
+	}
+	var out []Violation
+	for _, st := range history.StaleWrites(writes) {
+		op, top := committed[st.Write], committed[st.After]
+		out = append(out, op.violation(history.CodeStaleWrite, fmt.Sprintf("worker %d's write to %s with fence %d was committed (seq %d) after fence %d (worker %d, seq %d)",
+			op.Worker, resourceName(op.Resource), *op.Fence, *op.Seq, *top.Fence, top.Worker, *top.Seq)))
 	}
 	return out
 }

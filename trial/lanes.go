@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockctl/lockctl/simulate"
+	"github.com/lockctl/lockctl/history"
 )
 
 // Lane flags a worker can be in, several at once; lanes folds them into
-// simulate's segments.
+// history's segments.
 const (
 	laneDown = iota // exited or killed, not started again yet
 	lanePaused
@@ -67,69 +67,58 @@ func (l *laneRecorder) wrote(worker int, atMS int64) {
 // partitioned, working with the lock, else idle (running without it); plus
 // a 1ms working segment without the lock for each write reported while not
 // holding one, which the swimlane draws ▓.
-func (l *laneRecorder) lanes(n int, endMS int64) []simulate.Lane {
+func (l *laneRecorder) lanes(n int, endMS int64) []history.Lane {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]simulate.Lane, 0, n)
+	out := make([]history.Lane, 0, n)
 	for w := 1; w <= n; w++ {
 		ch := l.changes[w]
 		sort.SliceStable(ch, func(i, j int) bool { return ch[i].atMS < ch[j].atMS })
-		lane := simulate.Lane{Actor: workerName(w), Segments: []simulate.Segment{}}
+		lane := history.NewLane(WorkerName(w))
 		var cur [laneFlags]bool
 		from := int64(0)
 		for _, c := range append(ch, laneChange{endMS, cur}) {
+			if to := min(c.atMS, endMS); c.atMS > from && to > from {
+				// Drawn as cut off (~) whether or not it holds the lock.
+				lane.Add(from, to, history.Flags{Crashed: cur[laneDown], Paused: cur[lanePaused], Partitioned: cur[lanePartitioned], Working: cur[laneHolds]},
+					cur[laneHolds] || cur[lanePartitioned] && !cur[laneDown] && !cur[lanePaused])
+			}
 			if c.atMS > from {
-				lane.Segments = appendSegment(lane.Segments, segmentOf(from, min(c.atMS, endMS), cur))
 				from = c.atMS
 			}
 			cur = c.state
 		}
 		for _, at := range l.unheld[w] {
-			lane.Segments = insertSegment(lane.Segments, simulate.Segment{FromMS: at, ToMS: at + 1, State: simulate.LaneWorking})
+			lane.MarkUnheld(at)
 		}
 		out = append(out, lane)
 	}
 	return out
 }
 
-// insertSegment puts s among segs in order of FromMS.
-func insertSegment(segs []simulate.Segment, s simulate.Segment) []simulate.Segment {
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].FromMS > s.FromMS })
-	return slices.Insert(segs, i, s)
-}
-
-func segmentOf(from, to int64, st [laneFlags]bool) simulate.Segment {
-	s := simulate.Segment{FromMS: from, ToMS: to, State: simulate.LaneIdle, Holds: st[laneHolds]}
-	switch {
-	case st[laneDown]:
-		s.State = simulate.LaneCrashed
-	case st[lanePaused]:
-		s.State = simulate.LanePaused
-	case st[lanePartitioned]:
-		// Drawn as cut off (~) whether or not it holds the lock.
-		s.State, s.Holds = simulate.LanePartitioned, true
-	case st[laneHolds]:
-		s.State = simulate.LaneWorking
-	}
-	return s
-}
-
-// appendSegment merges s into the last segment when they are alike.
-func appendSegment(segs []simulate.Segment, s simulate.Segment) []simulate.Segment {
-	if s.ToMS <= s.FromMS {
-		return segs
-	}
-	if n := len(segs); n > 0 && segs[n-1].State == s.State && segs[n-1].Holds == s.Holds && segs[n-1].ToMS == s.FromMS {
-		segs[n-1].ToMS = s.ToMS
-		return segs
-	}
-	return append(segs, s)
-}
-
-// workerName is worker w's actor name in lanes and tables: "w1".
-func workerName(w int) string {
+// WorkerName is worker w's name in lanes, tables and diagrams: "w1"; "-"
+// for 0, a worker not known.
+func WorkerName(w int) string {
 	if w <= 0 {
-		return "?"
+		return "-"
 	}
 	return "w" + strconv.Itoa(w)
+}
+
+// markStale draws each stale write (history.CodeStaleWrite) as work
+// without the lock in its worker's lane: the write was made without it,
+// whatever the last sample of the lock keys said (a sampler slowed by load
+// still saw the worker's token there).
+func markStale(lanes []history.Lane, vs []Violation) {
+	for _, v := range vs {
+		if v.Code != history.CodeStaleWrite || v.Worker < 1 || v.Worker > len(lanes) {
+			continue
+		}
+		lane := &lanes[v.Worker-1]
+		if !slices.ContainsFunc(lane.Segments, func(s history.Segment) bool {
+			return s.State == history.LaneWorking && !s.Holds && s.FromMS <= v.AtMS && v.AtMS < max(s.ToMS, s.FromMS+1)
+		}) {
+			lane.MarkUnheld(v.AtMS)
+		}
+	}
 }

@@ -95,21 +95,21 @@ func (t *trial) inject(ctx context.Context, p planned) {
 	case FaultPause:
 		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note, f.DurationMS = w, key, why, d.Milliseconds()
-		if !t.workers[w-1].signal(sigStop) {
+		if !t.workers[w-1].pause() {
 			f.Note, f.DurationMS = "worker not running", 0
 			break
 		}
 		t.lanes.set(w, lanePaused, true)
 		t.record(f, time.Now())
 		t.sleep(ctx, d)
-		t.workers[w-1].signal(sigCont)
+		t.workers[w-1].resume()
 		t.lanes.set(w, lanePaused, false)
 		return
 	case FaultKill:
 		w, key, why := t.target(ctx, p)
 		f.Worker, f.Key, f.Note = w, key, why
 		start = time.Now()
-		if !t.workers[w-1].signal(sigKill) {
+		if !t.workers[w-1].kill() {
 			f.Note = "worker not running"
 		}
 	case FaultPartition:

@@ -1,23 +1,6 @@
 package trial
 
-import "github.com/lockctl/lockctl/simulate"
-
-// Violation codes a trial reports: simulate's, so a trial reads like a
-// simulation, plus INVARIANT_VIOLATED for a --check query's rows.
-const (
-	CodeStaleWrite     = simulate.CodeStaleWrite
-	CodeDuplicate      = simulate.CodeDuplicate
-	CodeFenceBackwards = simulate.CodeFenceBackwards
-	// CodeInvariant: the user's --check query returned rows (e.g. a
-	// balance that differs from its ledger: a lost update).
-	CodeInvariant = "INVARIANT_VIOLATED"
-)
-
-// Verdicts, as simulate's.
-const (
-	VerdictSafe   = simulate.VerdictSafe
-	VerdictUnsafe = simulate.VerdictUnsafe
-)
+import "github.com/lockctl/lockctl/history"
 
 // Sources of a violation.
 const (
@@ -40,6 +23,9 @@ type Violation struct {
 	Key      *string    `json:"key,omitempty"`
 	Detail   string     `json:"detail"`
 	Rows     [][]string `json:"rows,omitempty"`
+	// Linearization is Porcupine's proof of a CodeNotLinearizable
+	// violation, for -o html (nil for every other code).
+	Linearization *Linearization `json:"-"`
 }
 
 // Fault kinds (--nemesis).
@@ -93,7 +79,12 @@ type WorkerReport struct {
 	Failures int      `json:"failures"`
 	Exits    []string `json:"exits"`
 	Ops      int      `json:"ops"`
-	LastErrs []string `json:"stderr_tail,omitempty"`
+	// DroppedOps are operations printed after the history was full (a
+	// trial keeps 100000); BadLines stdout lines that start with "{" but
+	// are no operation (invalid JSON, an unknown op), passed over.
+	DroppedOps int      `json:"dropped_ops"`
+	BadLines   int      `json:"bad_lines"`
+	LastErrs   []string `json:"stderr_tail,omitempty"`
 }
 
 // StoreReport is the scratch database of a run: its scheme (postgres,
@@ -119,25 +110,35 @@ type RunSummary struct {
 // faults injected, the lock timeline and each worker's lanes. Its JSON shape
 // is documented in docs/trial.md.
 type Result struct {
-	Verdict    string         `json:"verdict"`
-	Seed       uint64         `json:"seed"`
-	Workers    int            `json:"workers"`
-	DurationMS int64          `json:"duration_ms"`
-	Command    []string       `json:"command"`
-	Nemeses    []string       `json:"nemeses"`
-	Redis      string         `json:"redis"`
-	Violations []Violation    `json:"violations"`
-	Faults     []Fault        `json:"faults"`
-	Events     []Event        `json:"events"`
-	Ops        int            `json:"ops"`
-	Reports    []WorkerReport `json:"worker_reports"`
-	// Lanes are each worker's states over time, in simulate's shape (ms
-	// since the start), for the swimlane renderer.
-	Lanes []simulate.Lane `json:"lanes"`
+	Verdict    string   `json:"verdict"`
+	Seed       uint64   `json:"seed"`
+	Workers    int      `json:"workers"`
+	DurationMS int64    `json:"duration_ms"`
+	Command    []string `json:"command"`
+	Nemeses    []string `json:"nemeses"`
+	Redis      string   `json:"redis"`
+	// Containment says how each worker's process tree was held (paused,
+	// killed, ended): cgroup, subreaper or process-group (docs/trial.md).
+	Containment string         `json:"containment"`
+	Violations  []Violation    `json:"violations"`
+	Faults      []Fault        `json:"faults"`
+	Events      []Event        `json:"events"`
+	Ops         int            `json:"ops"`
+	Reports     []WorkerReport `json:"worker_reports"`
+	// Lanes are each worker's states over time (ms since the start), for
+	// the swimlane renderer.
+	Lanes []history.Lane `json:"lanes"`
+	// Linearizable is the Porcupine check of the registers the client
+	// history reads (ok, violated, unknown; omitted when none).
+	Linearizable string `json:"linearizable,omitempty"`
 	// Store names the scratch database the run was judged in (--store).
 	Store *StoreReport `json:"store,omitempty"`
 	// Interrupted says Ctrl-C ended the trial early: a partial verdict.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Partial says Redis refused the lock timeline's samples (SCAN denied):
+	// the verdict does not cover lock events or history.CodeFenceBackwards; a note
+	// says how many and why.
+	Partial bool `json:"partial,omitempty"`
 	// Runs and CounterexampleSeed are set by a --runs series.
 	Runs               []RunSummary `json:"runs,omitempty"`
 	CounterexampleSeed *uint64      `json:"counterexample_seed,omitempty"`

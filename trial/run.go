@@ -20,7 +20,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/contain"
 	"github.com/lockctl/lockctl/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 )
@@ -72,12 +74,20 @@ type Options struct {
 	// Judge, when set, judges the scratch database after the workers
 	// stopped (--history, --check); its violations get Source "store" and
 	// the trial's end as their time.
-	Judge       func(ctx context.Context) ([]Violation, error)
-	SampleEvery time.Duration
+	Judge func(ctx context.Context) ([]Violation, error)
+	// JudgeTimeout bounds Judge (0: DefaultJudgeTimeout).
+	JudgeTimeout time.Duration
+	SampleEvery  time.Duration
 	// FailFast ends the run at the first violation the client history
 	// shows, instead of at Duration: what a time-to-counterexample
 	// measurement and a --runs search want.
 	FailFast bool
+	// Containment is how each worker's tree is held (internal/contain's
+	// modes); "": the best this system has.
+	Containment string
+	// Progress, when set, is called every ProgressEvery from another
+	// goroutine until Run returns (a live display: cmd/trial.go).
+	Progress func(Progress)
 }
 
 func (o *Options) defaults() {
@@ -95,6 +105,9 @@ func (o *Options) defaults() {
 	}
 	if o.LockPattern == "" {
 		o.LockPattern = DefaultLockPattern
+	}
+	if o.JudgeTimeout <= 0 {
+		o.JudgeTimeout = DefaultJudgeTimeout
 	}
 	if o.SampleEvery <= 0 {
 		o.SampleEvery = DefaultSampleEvery
@@ -117,6 +130,8 @@ type trial struct {
 	start   time.Time
 	client  redis.UniversalClient
 	scratch *redisproc.Server
+	set     *contain.Set
+	trees   []*contain.Tree // one per worker slot
 	proxies []*proxy
 	workers []*worker
 	owners  *owners
@@ -131,6 +146,10 @@ type trial struct {
 	mu     sync.Mutex
 	ops    []Op
 	faults []Fault
+	// opBytes is the resources' and keys' bytes in ops; droppedOps the
+	// operations not kept once the history was full.
+	opBytes, droppedOps int
+	phase               string // a Phase* of the Progress snapshot
 }
 
 // Run runs one trial and returns its result. Bad options are errors before
@@ -143,9 +162,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{Interrupted: true}, err
 	}
-	if err := platformErr(); err != nil {
-		return Result{}, err
-	}
 	if len(o.Command) == 0 {
 		return Result{}, errors.New("no command to try: give it after --")
 	}
@@ -155,7 +171,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Redis != nil && slices.Contains(o.Nemeses, FaultRestart) {
 		return Result{}, ErrRestartNeedsScratch
 	}
-	t := &trial{opts: o, client: o.Redis, stopCh: make(chan struct{}), owners: &owners{pattern: o.LockPattern, byToken: map[string]int{}}}
+	set, err := contain.New(o.Containment)
+	if err != nil {
+		return Result{}, err
+	}
+	defer set.Close() // after the workers' stop: whatever is left of their trees
+	t := &trial{opts: o, client: o.Redis, stopCh: make(chan struct{}), owners: &owners{pattern: o.LockPattern, byToken: map[string]int{}}, set: set}
 	upstream := o.Upstream
 	if o.Redis == nil {
 		s, err := startScratch(ctx)
@@ -175,6 +196,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		defer p.close()
 		t.proxies = append(t.proxies, p)
+		t.trees = append(t.trees, set.Tree("w"+strconv.Itoa(i)))
 	}
 	return t.run(ctx)
 }
@@ -183,15 +205,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 // order's reverse after the duration (or ctx's end), and judges.
 func (t *trial) run(ctx context.Context) (Result, error) {
 	o := t.opts
-	t.start = time.Now()
+	t.start, t.phase = time.Now(), PhaseRunning
 	t.lanes = newLaneRecorder(t.start)
 	t.sampler = &sampler{t: t, client: t.client, differs: map[string]*inspect.Differ{}, last: map[string]int{}, interval: o.SampleEvery,
 		reader: &inspect.Reader{Light: true}}
+	defer t.reportProgress()()
 	sctx, stopSampler := context.WithCancel(context.Background())
 	sampled := make(chan struct{})
 	go func() { t.sampler.run(sctx); close(sampled) }()
 	for i := 1; i <= o.Workers; i++ {
-		w := &worker{id: i, t: t, done: make(chan struct{}),
+		w := &worker{id: i, t: t, done: make(chan struct{}), tree: t.trees[i-1],
 			env: workerEnv(o.Env, i, o.Seed, redisURL(t.proxies[i-1].addr(), o.RedisDB), o.DatabaseURL)}
 		t.workers = append(t.workers, w)
 		go w.loop()
@@ -210,10 +233,11 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 	early := ctx.Err() == nil && time.Since(t.start) < o.Duration
 	<-healed // the nemesis heals what it broke as its context ends
 	for i, w := range t.workers {
-		w.signal(sigCont)
+		w.resume()
 		t.proxies[i].heal()
 	}
 	close(t.stopCh)
+	t.setPhase(PhaseStopping)
 	var wg sync.WaitGroup
 	for _, w := range t.workers {
 		wg.Add(1)
@@ -229,7 +253,8 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 	}
 	if o.Judge != nil {
 		judgedLate := ctx.Err() != nil
-		vs, err := judgeStore(ctx, o.Judge)
+		t.setPhase(PhaseJudging)
+		vs, err := judgeStore(ctx, o.Judge, o.JudgeTimeout)
 		switch {
 		case err != nil && !judgedLate && ctx.Err() != nil:
 			res.Notes = append(res.Notes, "interrupted while judging the database: its history and check were not judged")
@@ -241,10 +266,7 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 		}
 		res.Violations = append(res.Violations, vs...)
 	}
-	res.Verdict = VerdictSafe
-	if len(res.Violations) > 0 {
-		res.Verdict = VerdictUnsafe
-	}
+	res.Verdict, res.Notes = verdict(res), append(res.Notes, inconclusiveWhy(res)...)
 	if err := ctx.Err(); err != nil {
 		res.Interrupted = true
 		res.Notes = append(res.Notes, "interrupted: the verdict covers the history up to the interruption")
@@ -253,22 +275,64 @@ func (t *trial) run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-// judgeTimeout bounds the database's history and check queries.
-const judgeTimeout = time.Minute
+// verdict is unsafe when a violation was found, else inconclusive when
+// nothing was seen that could have shown one (inconclusiveWhy), else safe.
+func verdict(res Result) string {
+	switch {
+	case len(res.Violations) > 0:
+		return history.VerdictUnsafe
+	case len(inconclusiveWhy(res)) > 0:
+		return history.VerdictInconclusive
+	}
+	return history.VerdictSafe
+}
 
-// judgeStore runs judge within judgeTimeout. A run already interrupted is
+// inconclusiveWhy says why res holds no evidence either way: no worker
+// started (a bad #! line, a missing interpreter), or no client operation
+// and no lock event was seen (workers that cannot reach Redis, or a
+// --lock-pattern that matches none of their keys). Empty: there is some.
+func inconclusiveWhy(res Result) []string {
+	if len(res.Violations) > 0 {
+		return nil
+	}
+	starts := 0
+	var first string
+	for _, r := range res.Reports {
+		starts += r.Starts
+		if first == "" && len(r.Exits) > 0 {
+			first = r.Exits[0]
+		}
+	}
+	switch {
+	case starts == 0 && first != "":
+		return []string{"inconclusive: no worker started (" + first + ")"}
+	case starts == 0:
+		return []string{"inconclusive: no worker started"}
+	case res.Ops == 0 && len(res.Events) == 0:
+		return []string{"inconclusive: no client operation and no lock event was seen: do the workers reach Redis, and does --lock-pattern match their keys?"}
+	case res.Linearizable == LinearizableUnknown:
+		// A check that ran out of time proved nothing either way: never "safe".
+		return []string{"inconclusive: the linearizability check ran out of time"}
+	}
+	return nil
+}
+
+// DefaultJudgeTimeout bounds the database's history and check queries.
+const DefaultJudgeTimeout = time.Minute
+
+// judgeStore runs judge within timeout. A run already interrupted is
 // still judged (its partial verdict); an interruption during the judging
 // ends it, so Ctrl-C never waits on a slow query.
-func judgeStore(ctx context.Context, judge func(context.Context) ([]Violation, error)) ([]Violation, error) {
+func judgeStore(ctx context.Context, judge func(context.Context) ([]Violation, error), timeout time.Duration) ([]Violation, error) {
 	base := ctx
 	if ctx.Err() != nil {
 		base = context.WithoutCancel(ctx)
 	}
-	jctx, cancel := context.WithTimeout(base, judgeTimeout)
+	jctx, cancel := context.WithTimeout(base, timeout)
 	defer cancel()
 	vs, err := judge(jctx)
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		err = fmt.Errorf("%w (the history and check queries have %s)", err, judgeTimeout)
+		err = fmt.Errorf("%w (the history and check queries have %s)", err, timeout)
 	}
 	return vs, err
 }
@@ -277,21 +341,31 @@ func judgeStore(ctx context.Context, judge func(context.Context) ([]Violation, e
 func (t *trial) result(end time.Duration) Result {
 	o := t.opts
 	t.mu.Lock()
-	ops, faults := append([]Op(nil), t.ops...), append([]Fault{}, t.faults...)
+	ops, faults, dropped := append([]Op(nil), t.ops...), append([]Fault{}, t.faults...), t.droppedOps
 	t.mu.Unlock()
 	res := Result{Seed: o.Seed, Workers: o.Workers, DurationMS: end.Milliseconds(), Command: o.Command, Nemeses: o.Nemeses,
 		Faults: faults, Events: t.sampler.timeline(), Ops: len(ops), Lanes: t.lanes.lanes(o.Workers, end.Milliseconds()), Notes: []string{}}
+	res.Containment = t.set.Mode()
 	res.Redis = "scratch redis-server " + t.upstreamName()
 	if t.scratch == nil {
 		res.Redis = "given server " + o.Upstream
 	}
+	if why := t.sampler.blind(); why != "" {
+		res.Partial, res.Notes = true, append(res.Notes, why)
+	}
 	res.Violations = judgeHistory(ops)
+	lin := checkLinearizable(ops, linearizeTimeout)
+	res.Violations, res.Linearizable = append(res.Violations, lin.violations...), lin.status
+	if lin.note != "" {
+		res.Notes = append(res.Notes, lin.note)
+	}
 	for _, e := range res.Events {
 		if e.Event == inspect.EventFenceBackwards {
-			res.Violations = append(res.Violations, Violation{Code: CodeFenceBackwards, At: e.At, AtMS: e.AtMS, Worker: e.Worker, Source: SourceLock, Fence: e.Fence, Detail: e.Key + ": " + e.Detail})
+			res.Violations = append(res.Violations, Violation{Code: history.CodeFenceBackwards, At: e.At, AtMS: e.AtMS, Worker: e.Worker, Source: SourceLock, Fence: e.Fence, Detail: e.Key + ": " + e.Detail})
 		}
 	}
 	sort.SliceStable(res.Violations, func(i, j int) bool { return res.Violations[i].AtMS < res.Violations[j].AtMS })
+	markStale(res.Lanes, res.Violations)
 	if res.Violations == nil {
 		res.Violations = []Violation{}
 	}
@@ -305,6 +379,12 @@ func (t *trial) result(end time.Duration) Result {
 			}
 			res.Notes = append(res.Notes, note)
 		}
+		if r.BadLines > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("worker %d printed %d stdout lines starting with { that are no client operation (invalid JSON or op): passed over", r.Worker, r.BadLines))
+		}
+	}
+	if dropped > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("client history full at %d operations: %d later ones were dropped, not judged", len(ops), dropped))
 	}
 	if len(ops) == 0 && o.Judge == nil {
 		res.Notes = append(res.Notes, "no client history: the workers printed no {\"op\":...} lines on stdout (docs/trial.md)")
@@ -319,15 +399,34 @@ func (t *trial) upstreamName() string {
 	return t.opts.Upstream
 }
 
-// addOp records an operation worker printed, stamped now.
-func (t *trial) addOp(worker int, op Op) {
+// The client history kept is capped, so that a worker printing without
+// end cannot grow lockctl without bound: at most maxOps operations and
+// maxOpBytes of their resources, keys, reads and values; later ones are
+// counted only.
+const (
+	maxOps     = 100_000
+	maxOpBytes = 16 << 20
+)
+
+// addOp records an operation worker printed, stamped now; false when the
+// history is full (maxOps, maxOpBytes) and op was dropped.
+func (t *trial) addOp(worker int, op Op) bool {
 	now := time.Now()
 	op.Worker, op.at, op.AtMS = worker, now, now.Sub(t.start).Milliseconds()
-	if op.Op == OpOK {
-		t.lanes.wrote(worker, op.AtMS)
+	n := len(op.Resource) + len(op.Read) + len(op.Value) // the value is what checkLinearizable writes
+	if op.Key != nil {
+		n += len(*op.Key)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.ops) >= maxOps || t.opBytes+n > maxOpBytes {
+		t.droppedOps++
+		return false
+	}
+	t.opBytes += n
+	if op.Op == OpOK {
+		t.lanes.wrote(worker, op.AtMS)
+	}
 	t.ops = append(t.ops, op)
 	// Judging is O(n log n) in the history: at most every failFastEvery.
 	if t.opts.FailFast && op.Op == OpOK && t.endEarly != nil && now.Sub(t.judgedAt) >= failFastEvery {
@@ -336,6 +435,7 @@ func (t *trial) addOp(worker int, op Op) {
 			t.endEarly()
 		}
 	}
+	return true
 }
 
 // redisURL is the URL a worker gets: its proxy, the database, no password.

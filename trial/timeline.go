@@ -2,11 +2,14 @@ package trial
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/inspect"
 	"github.com/redis/go-redis/v9"
 )
@@ -81,6 +84,11 @@ type sampler struct {
 	held     []holding
 	events   []Event
 	interval time.Duration
+	// samples counts the samples tried; refused those Redis refused (SCAN
+	// or a read denied by ACL or rename-command), the last one's reply in
+	// refusal: the timeline is then blind, not empty.
+	samples, refused int
+	refusal          string
 }
 
 // run samples until ctx ends; a failed sample (Redis restarting) is skipped.
@@ -98,13 +106,18 @@ func (s *sampler) run(ctx context.Context) {
 }
 
 func (s *sampler) sample(ctx context.Context) {
+	s.mu.Lock()
+	s.samples++
+	s.mu.Unlock()
 	keys, err := s.scan(ctx)
 	if err != nil {
+		s.failed(err)
 		return
 	}
 	at := time.Now()
 	locks, err := s.reader.Read(ctx, s.client, keys)
 	if err != nil {
+		s.failed(err)
 		return
 	}
 	done := time.Now()
@@ -168,6 +181,29 @@ func (s *sampler) scan(ctx context.Context) ([]string, error) {
 			return keys, nil
 		}
 	}
+}
+
+// failed counts a sample Redis refused. A connection error or LOADING (a
+// restart nemesis) is not a refusal: the next sample may work.
+func (s *sampler) failed(err error) {
+	var re redis.Error
+	if !errors.As(err, &re) || strings.HasPrefix(re.Error(), "LOADING") {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused++
+	s.refusal = re.Error()
+}
+
+// blind says how much of the timeline Redis refused ("" none of it).
+func (s *sampler) blind() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf("partial: Redis refused %d of %d samples of the lock timeline (%s): lock events and %s could not be seen; allow SCAN and the reads of inspect on --lock-pattern", s.refused, s.samples, s.refusal, history.CodeFenceBackwards)
 }
 
 func (s *sampler) add(e Event) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/internal/redistest"
 )
 
@@ -31,12 +32,12 @@ func TestJudgeHistory(t *testing.T) {
 		want []string
 	}{
 		{"in order", []Op{op(1, OpOK, 10, 1, ""), op(2, OpOK, 20, 2, "")}, nil},
-		{"stale after a returned newer write", []Op{op(2, OpOK, 10, 2, ""), op(1, OpInvoke, 15, 1, ""), op(1, OpOK, 20, 1, "")}, []string{CodeStaleWrite}},
+		{"stale after a returned newer write", []Op{op(2, OpOK, 10, 2, ""), op(1, OpInvoke, 15, 1, ""), op(1, OpOK, 20, 1, "")}, []string{history.CodeStaleWrite}},
 		{"overlapping writes are no proof", []Op{op(1, OpInvoke, 5, 1, ""), op(2, OpOK, 10, 2, ""), op(1, OpOK, 20, 1, "")}, nil},
 		{"failed writes are not judged", []Op{op(2, OpOK, 10, 2, ""), op(1, OpFail, 20, 1, "")}, nil},
-		{"ok without invoke counts from its ok", []Op{op(2, OpOK, 10, 2, ""), op(1, OpOK, 20, 1, "")}, []string{CodeStaleWrite}},
-		{"repeated key", []Op{op(1, OpOK, 10, 0, "k"), op(2, OpOK, 20, 0, "k")}, []string{CodeDuplicate}},
-		{"commit order decides, not the lines' times", []Op{withSeq(op(1, OpOK, 10, 1, ""), 2), withSeq(op(2, OpOK, 20, 2, ""), 1)}, []string{CodeStaleWrite}},
+		{"ok without invoke counts from its ok", []Op{op(2, OpOK, 10, 2, ""), op(1, OpOK, 20, 1, "")}, []string{history.CodeStaleWrite}},
+		{"repeated key", []Op{op(1, OpOK, 10, 0, "k"), op(2, OpOK, 20, 0, "k")}, []string{history.CodeDuplicate}},
+		{"commit order decides, not the lines' times", []Op{withSeq(op(1, OpOK, 10, 1, ""), 2), withSeq(op(2, OpOK, 20, 2, ""), 1)}, []string{history.CodeStaleWrite}},
 		{"commit order in fence order", []Op{withSeq(op(2, OpOK, 10, 2, ""), 2), withSeq(op(1, OpOK, 20, 1, ""), 1)}, nil},
 	} {
 		if got := codes(judgeHistory(tc.ops)); !slices.Equal(got, tc.want) {

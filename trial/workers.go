@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/contain"
 )
 
 // StartError: the command cannot be started at all (not found, not
@@ -36,14 +39,16 @@ const (
 )
 
 // worker is one slot of the trial: COMMAND started again each time it exits,
-// in a process group of its own, until the trial stops it.
+// in a tree of its own (internal/contain: its cgroup, or every process it
+// started), until the trial stops it.
 type worker struct {
-	id  int
-	t   *trial
-	env []string
+	id   int
+	t    *trial
+	env  []string
+	tree *contain.Tree
 
 	mu       sync.Mutex
-	proc     *os.Process
+	running  bool
 	paused   bool
 	stopping bool
 	report   WorkerReport
@@ -62,24 +67,25 @@ func (w *worker) loop() {
 			return
 		}
 		c := exec.Command(w.t.opts.Command[0], w.t.opts.Command[1:]...)
-		c.Env, c.Dir, c.SysProcAttr = w.env, w.t.opts.Dir, groupAttr()
+		c.Env, c.Dir = slices.Clip(w.env), w.t.opts.Dir
 		c.Stdout = &lineWriter{line: w.stdoutLine}
 		c.Stderr = &lineWriter{line: w.stderrLine}
 		c.WaitDelay = time.Second // a helper that kept stdout open does not hold the restart
-		err := c.Start()
+		err := w.tree.Start(c)
 		if err != nil {
 			w.mu.Unlock()
 			w.exited(fmt.Sprintf("start: %v", err))
 		} else {
-			w.proc = c.Process
+			w.running = true
 			w.report.Starts++
 			w.mu.Unlock()
 			started := time.Now()
 			werr := c.Wait()
-			// Helpers it left in its group must not outlive it into the next start.
-			_ = signalGroup(c.Process, sigKill)
+			// Helpers it left, in any session, must not outlive it into the next start.
+			w.tree.Exited()
+			w.tree.Kill()
 			w.mu.Lock()
-			w.proc, w.paused = nil, false
+			w.running, w.paused = false, false
 			w.mu.Unlock()
 			w.exited(exitText(c.ProcessState, werr))
 			if time.Since(started) > quickExit {
@@ -121,47 +127,69 @@ func exitText(ps *os.ProcessState, err error) string {
 	return ps.String() // "exit status 1", "signal: killed"
 }
 
-// signal sends sig to the worker's group; false when it is not running.
-func (w *worker) signal(sig os.Signal) bool {
+// pause stops the worker's whole tree; false when it is not running or
+// cannot be stopped.
+func (w *worker) pause() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.proc == nil {
+	if !w.running || w.tree.Pause() != nil {
 		return false
 	}
-	if err := signalGroup(w.proc, sig); err != nil {
-		return false
-	}
-	switch sig {
-	case sigStop:
-		w.paused = true
-	case sigCont:
-		w.paused = false
-	}
+	w.paused = true
 	return true
 }
 
-// stop ends the slot: SIGCONT if paused, SIGTERM, SIGKILL after grace.
+// resume continues the worker's tree after pause.
+func (w *worker) resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.paused {
+		_ = w.tree.Continue()
+		w.paused = false
+	}
+}
+
+// kill kills the worker's whole tree; false when it is not running.
+func (w *worker) kill() bool {
+	w.mu.Lock()
+	running := w.running
+	w.mu.Unlock()
+	if running {
+		w.tree.Kill()
+	}
+	return running
+}
+
+// stop ends the slot: SIGCONT and SIGTERM to the whole tree, SIGKILL to
+// all of it after grace.
 func (w *worker) stop(grace time.Duration) {
 	w.mu.Lock()
-	w.stopping = true
+	w.stopping, w.paused = true, false
 	w.mu.Unlock()
-	w.signal(sigCont)
-	w.signal(sigTerm)
+	w.tree.Terminate()
 	select {
 	case <-w.done:
 		return
 	case <-time.After(grace):
 	}
-	w.signal(sigKill)
+	w.tree.Kill()
 	<-w.done
 }
 
+// stdoutLine takes one line of the worker's stdout: an operation for the
+// history, else a line passed over (counted when it looked like JSON).
 func (w *worker) stdoutLine(line string) {
-	if op, ok := parseOp(line); ok {
-		w.t.addOp(w.id, op)
-		w.mu.Lock()
+	op, ok := parseOp(line)
+	kept := ok && w.t.addOp(w.id, op)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case kept:
 		w.report.Ops++
-		w.mu.Unlock()
+	case ok:
+		w.report.DroppedOps++
+	case strings.HasPrefix(strings.TrimSpace(line), "{"):
+		w.report.BadLines++
 	}
 }
 

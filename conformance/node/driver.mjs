@@ -98,16 +98,70 @@ const adapters = {
       renew: () => warlock.touch(name, id, 10000),
       release: () => new Promise((r, j) => unlock((e) => (e ? j(e) : r()))) };
   },
-  // redis-lock: "lock.<name>" = its expiry time in ms, 5 s default; no renew.
+  // redis-lock: "lock.<name>" = its expiry time in ms, 5 s default (mode
+  // "long": 30 s); no renew.
   async 'redis-lock'(mode, name) {
     const client = require('redis4').createClient({ url: `redis://${addr}` });
     await client.connect();
-    const done = await require('redis-lock')(client)(name);
+    const done = await require('redis-lock')(client)(name, mode === 'long' ? 30000 : 5000);
     const key = 'lock.' + name;
     return { keys: [key], owner: await client.get(key),
       renew: async () => { throw new Error('redis-lock has no renew'); }, release: () => done() };
   },
+  // Bull 4 (npm): a worker takes the job (id "job-1", so the crash step's
+  // holder takes the same key); its lock "bull:<queue>:<jobId>:lock" = the
+  // queue's token (uuid v4), PX lockDuration, extended every lockRenewTime
+  // (lockDuration/2) while the job runs; the job's completion deletes it.
+  async bull(mode, name) {
+    const Queue = require('bull');
+    const q = new Queue(name, { redis: { host, port: Number(port) }, settings: { lockDuration: jobLease(mode) } });
+    return jobLock(q.name, async (started) => {
+      let finish;
+      q.process(() => new Promise((r) => { finish = r; started(); }));
+      const job = await q.add({ n: 1 }, { jobId: 'job-1', removeOnComplete: true });
+      return { id: job.id, release: () => { finish(); }, close: () => q.close() };
+    });
+  },
+  // BullMQ 6 (npm): as Bull, token "<worker uuid>:<n>".
+  async bullmq(mode, name) {
+    const { Queue, Worker } = require('bullmq');
+    const connection = { host, port: Number(port), maxRetriesPerRequest: null };
+    const q = new Queue(name, { connection });
+    return jobLock(name, async (started) => {
+      let finish;
+      const w = new Worker(name, () => new Promise((r) => { finish = r; started(); }), { connection, lockDuration: jobLease(mode) });
+      const job = await q.add('task', { n: 1 }, { jobId: 'job-1', removeOnComplete: true });
+      return { id: job.id, release: () => { finish(); }, close: async () => { await w.close(); await q.close(); } };
+    });
+  },
 };
+
+// jobLease is a job queue's lockDuration in ms: 2 s (renewed every 1 s),
+// 30 s (its default) for the holder the suite kills, 120 s in bulk.
+const jobLease = (mode) => ({ bulk: 120000, long: 30000 }[mode] ?? 2000);
+
+// jobLock runs one job of a queue library until told to finish it: the
+// lock key and its token as the library wrote them, renew a no-op (the
+// library extends the lock itself), release completes the job, waits for
+// the lock key to go and stops the worker.
+async function jobLock(queue, start) {
+  let started;
+  const running = new Promise((r) => { started = r; });
+  const j = await start(started);
+  await running;
+  const key = `bull:${queue}:${j.id}:lock`;
+  let owner = null;
+  for (let i = 0; i < 100 && owner === null; i++) {
+    owner = await ioredis().get(key);
+    if (owner === null) await new Promise((r) => setTimeout(r, 20));
+  }
+  return { keys: [key], owner, renew: async () => {},
+    release: async () => {
+      j.release();
+      for (let i = 0; i < 250 && (await ioredis().exists(key)); i++) await new Promise((r) => setTimeout(r, 20));
+      await j.close(); // no worker left to take the crash step's job
+    } };
+}
 
 async function main() {
   const adapter = adapters[lib];

@@ -4,8 +4,17 @@
 // a byte of it (internal/proto/reader.go, readSlice and readStringReply):
 // a server answering "*2000000000" makes it ask for 32 GB and the Go
 // runtime dies with "fatal error: out of memory", which no recover catches.
-// The guard follows the RESP2/RESP3 stream as it is read and refuses a
-// header above the limits before go-redis sees it.
+// go-redis also reads nested aggregates by recursion: a reply of 600k
+// levels of "*1" (2.3 MB) overflows the goroutine stack, again a fatal
+// error. The guard follows the RESP2/RESP3 stream as it is read and refuses
+// a header above the limits, or nested too deep, before go-redis sees it.
+//
+// It also follows the commands written, and refuses a reply whose type the
+// command never returns (an integer for GETRANGE): go-redis reads ":30000"
+// as the string "30000", so a stream out of step, an extra reply from a
+// broken server or proxy, shifts plausible values onto the wrong commands
+// (watch saw a new owner: a bogus TAKEOVER). Failing the read drops the
+// connection: the next command gets a fresh one.
 package respguard
 
 import (
@@ -13,14 +22,17 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 )
 
 // Default limits: Redis itself refuses bulk strings over 512 MB
-// (proto-max-bulk-len), and no reply lockctl asks for has a million elements.
+// (proto-max-bulk-len), no reply lockctl asks for has a million elements,
+// and none nests more than a few levels (XREAD, the deepest, 5).
 const (
 	DefaultMaxBulkBytes = 512 << 20
 	DefaultMaxElements  = 1 << 20
+	DefaultMaxDepth     = 128
 )
 
 // maxHeader bounds the bytes kept of a header line: a type byte, a length of
@@ -32,9 +44,24 @@ const maxHeader = 24
 type ReplyError struct {
 	Header string
 	Limit  int64
+	// Depth is set when the reply nests aggregates more than Limit levels deep.
+	Depth bool
+	// Command is set when the reply's type is not one the command sent
+	// returns ("" with Unsolicited: no command was waiting).
+	Command     string
+	Unsolicited bool
 }
 
 func (e *ReplyError) Error() string {
+	if e.Unsolicited {
+		return fmt.Sprintf("reply %q came with no command waiting: the reply stream is out of step (a broken server or proxy)", e.Header)
+	}
+	if e.Command != "" {
+		return fmt.Sprintf("reply %q to %s is not a type %s returns: the reply stream is out of step (a broken server or proxy)", e.Header, e.Command, e.Command)
+	}
+	if e.Depth {
+		return fmt.Sprintf("reply nests aggregates more than %d levels deep; the server is broken or not Redis", e.Limit)
+	}
 	if e.Limit == 0 {
 		return fmt.Sprintf("malformed reply header %q from the server (not RESP)", e.Header)
 	}
@@ -67,17 +94,31 @@ func Dialer(timeout time.Duration, cfg *tls.Config) func(ctx context.Context, ne
 
 // Wrap returns c with its reads checked: a bulk string (or blob error,
 // verbatim string) over maxBulk bytes, or an aggregate (array, set, push,
-// map, attribute) over maxElems elements fails the read with a *ReplyError,
-// as does every read after it.
+// map, attribute) over maxElems elements, or aggregates nested more than
+// DefaultMaxDepth levels, fail the read with a *ReplyError, as does every
+// read after it.
 func Wrap(c net.Conn, maxBulk, maxElems int64) net.Conn {
-	return &conn{Conn: c, maxBulk: maxBulk, maxElems: maxElems}
+	return &conn{Conn: c, maxBulk: maxBulk, maxElems: maxElems, maxDepth: DefaultMaxDepth}
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	c.sent.feed(p)
+	c.mu.Unlock()
+	return c.Conn.Write(p)
 }
 
 type conn struct {
 	net.Conn
 	maxBulk, maxElems int64
+	maxDepth          int
 	// skip is the payload bytes (and CRLF) of the current bulk string still to come.
 	skip int64
+	// open holds the aggregates being read, outermost first.
+	open []aggregate
+	// sent follows the commands written, whose replies are still to come.
+	mu   sync.Mutex
+	sent commands
 	// header holds the current header line, up to maxHeader bytes.
 	header []byte
 	err    error
@@ -103,6 +144,9 @@ func (c *conn) feed(b []byte) error {
 			k := min(c.skip, int64(len(b)))
 			c.skip -= k
 			b = b[k:]
+			if c.skip == 0 {
+				c.done()
+			}
 			continue
 		}
 		i := 0
@@ -130,16 +174,22 @@ func (c *conn) line() error {
 	if len(h) == 0 {
 		return &ReplyError{Header: ""}
 	}
+	if len(c.open) == 0 {
+		if err := c.matchReply(h); err != nil {
+			return err
+		}
+	}
 	var limit int64
-	mult := int64(1)
+	mult, bulk := int64(1), false
 	switch h[0] {
 	case '$', '!', '=':
-		limit = c.maxBulk
+		limit, bulk = c.maxBulk, true
 	case '*', '~', '>':
 		limit = c.maxElems
 	case '%', '|':
 		limit, mult = c.maxElems, 2
 	case '+', '-', ':', ',', '#', '_', '(':
+		c.done()
 		return nil
 	default:
 		return &ReplyError{Header: string(h)}
@@ -151,10 +201,40 @@ func (c *conn) line() error {
 	if n*mult > limit {
 		return &ReplyError{Header: string(h[:len(h)-1]), Limit: limit}
 	}
-	if limit == c.maxBulk && n >= 0 {
+	switch {
+	case bulk && n >= 0:
 		c.skip = n + 2
+	case !bulk && n > 0:
+		if len(c.open) >= c.maxDepth {
+			return &ReplyError{Header: string(h[:len(h)-1]), Limit: int64(c.maxDepth), Depth: true}
+		}
+		c.open = append(c.open, aggregate{left: n * mult, attr: h[0] == '|'})
+	default: // a null, or an empty aggregate
+		c.done()
 	}
 	return nil
+}
+
+// aggregate is an array, set, push, map or attribute being read.
+type aggregate struct {
+	left int64 // elements still to come (a map's keys and values both count)
+	attr bool  // an attribute: it comes before a value and is not one itself
+}
+
+// done ends a value: it counts in the innermost open aggregate, and an
+// aggregate it completes is a value of the one around it (an attribute is not).
+func (c *conn) done() {
+	for len(c.open) > 0 {
+		top := &c.open[len(c.open)-1]
+		if top.left--; top.left > 0 {
+			return
+		}
+		attr := top.attr
+		c.open = c.open[:len(c.open)-1]
+		if attr {
+			return
+		}
+	}
 }
 
 // parseLen parses "<digits>\r" or "-1\r" (a null); ok is false for

@@ -1,14 +1,11 @@
 package supervise
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -48,8 +45,9 @@ type jobControl struct {
 // is no terminal (lockctl run ... < file, producer | lockctl run ...), at
 // lockctl's controlling terminal: a child may still read it (/dev/tty: a
 // password prompt), and from a background group it was stopped by SIGTTIN
-// for good, while lockctl renewed the lock for it.
-func newJobControl(in io.Reader) *jobControl {
+// for good, while lockctl renewed the lock for it. out, the child's
+// stdout, tells a pipeline too (see pipeOut).
+func newJobControl(in io.Reader, out io.Writer) *jobControl {
 	j := &jobControl{tty: -1}
 	f, ok := in.(*os.File)
 	if !ok {
@@ -73,9 +71,22 @@ func newJobControl(in io.Reader) *jobControl {
 	// TIOCGPGRP fails on a terminal that is not lockctl's controlling one.
 	if pg, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP); err == nil {
 		j.tty, j.fg = int(f.Fd()), pg == unix.Getpgrp()
-		j.lazy = groupShared()
+		j.lazy = groupShared() || pipeOut(out)
 	}
 	return j
+}
+
+// pipeOut reports whether out is a pipe: lockctl writes to a pipeline
+// (lockctl run ... | less), whose reader the shell may fork only after
+// lockctl looked at its group (groupShared). Given the terminal then, the
+// child left that pager none: it read EOF, or was stopped by SIGTTIN.
+func pipeOut(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeNamedPipe != 0
 }
 
 // controllingTerminal opens lockctl's controlling terminal, if it has one.
@@ -256,7 +267,6 @@ func (j *jobControl) signal(s os.Signal, child *os.Process) (stopped, ok bool) {
 // child stopped after its exec, before Start returned, is left stopped for
 // the supervisor, which gets the SIGCHLD too.
 func (j *jobControl) start(c *exec.Cmd) error {
-	self, _ := os.Readlink("/proc/self/exe")
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	defer signal.Stop(chld)
@@ -270,7 +280,7 @@ func (j *jobControl) start(c *exec.Cmd) error {
 			}
 			return err
 		case <-chld:
-			continueStopped(self)
+			continueStopped()
 		}
 	}
 }
@@ -296,14 +306,14 @@ func (j *jobControl) startFailed() {
 // purpose) that still runs self (lockctl's executable): one stopped
 // before its exec. It consumes that stop; a stop after the exec is a real
 // one (a Ctrl-Z) and is left alone. Exits are never consumed.
-func continueStopped(self string) {
+func continueStopped() {
 	for {
 		var info unix.Siginfo
 		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil || info.Code != cldStopped {
 			return
 		}
 		pid := int(siginfoPID(&info))
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err != nil || exe != self {
+		if !runsSelf(pid) {
 			return
 		}
 		_ = unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG, nil)
@@ -456,20 +466,4 @@ func parentOf(pid int) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(f[1])
-}
-
-// statFields returns the fields of /proc/PID/stat after the command name:
-// state, ppid, pgrp, ... (proc(5)); at least two.
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 2 {
-		return nil, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	return f, nil
 }

@@ -14,7 +14,7 @@ import (
 // nor stops with it.
 type jobControl struct{}
 
-func newJobControl(io.Reader) *jobControl                      { return &jobControl{} }
+func newJobControl(io.Reader, io.Writer) *jobControl           { return &jobControl{} }
 func (*jobControl) procAttr() *syscall.SysProcAttr             { return GroupAttr() }
 func (*jobControl) signals() []os.Signal                       { return nil }
 func (*jobControl) childSignals() []os.Signal                  { return nil }

@@ -108,7 +108,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // (a stop signal between the acquire and here) and a *StartError when the
 // child could not start, the lock released in both cases.
 func Run(ctx context.Context, lock *lockcore.Lock, o Options) (Result, error) {
-	job := newJobControl(o.Stdin)
+	job := newJobControl(o.Stdin, o.Stdout)
 	forward := NotIgnored(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	// SIGQUIT goes with SIGINT (cmd.Execute ignores it when SIGINT is).
 	if !signal.Ignored(syscall.SIGINT) {
@@ -148,7 +148,7 @@ func Run(ctx context.Context, lock *lockcore.Lock, o Options) (Result, error) {
 	s := &supervisor{o: o, lock: lock, child: child, job: job, acquired: lock.AcquiredAt}
 	// The watchdog first: started after the child, it left a window (about
 	// 9ms) in which a SIGKILL to lockctl left what the child started running.
-	wd, err := startWatchdog(job.start, o.Grace)
+	wd, err := startWatchdog(job.start, o.Grace, lock.ValidUntil().Add(-o.Grace))
 	if err != nil {
 		s.notify(Event{Kind: EventNoWatchdog, Err: err})
 	}

@@ -13,7 +13,9 @@ import (
 // nil *watchdog does nothing.
 type watchdog struct{}
 
-func startWatchdog(func(*exec.Cmd) error, time.Duration) (*watchdog, error) { return nil, nil }
+func startWatchdog(func(*exec.Cmd) error, time.Duration, time.Time) (*watchdog, error) {
+	return nil, nil
+}
 
 func (*watchdog) watch(int)            {}
 func (*watchdog) renewed(time.Time)    {}

@@ -43,9 +43,9 @@ import (
 // the acquire's before it starts the child, and the watch line after: a
 // lockctl frozen or killed in between leaves the watchdog a deadline but
 // no group, so until the watch line comes the watchdog looks for the child
-// itself (findChildGroups; Linux only): every 2ms for 100ms, then every
-// 100ms. Only a lockctl killed within those first milliseconds after the
-// fork (or, once stopped 100ms before it, within 100ms after) can leave it
+// itself (findChildGroups; Linux only): every 2ms while lockctl is not
+// stopped, once as it stops, then every 100ms while it stays stopped. Only
+// a lockctl killed within a look's interval after the fork can leave it
 // unfound.
 // Once the watchdog has sent its SIGTERM it goes on to the SIGKILL: a
 // later until line can only bring that earlier.
@@ -66,8 +66,10 @@ type watchdog struct {
 // it there, and exec.Cmd.Start with it). It runs this very binary
 // (/proc/self/exe on Linux: the file may have been replaced since). grace
 // is run's --grace: the watchdog's SIGTERM comes that long before the
-// lease could end (a little later than lockctl's own, see until).
-func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog, error) {
+// lease could end (a little later than lockctl's own, see until). It
+// returns once the watchdog runs (waitReady), or halfway from now to
+// provableUntil (the lease's end less the grace) at the latest.
+func startWatchdog(start func(*exec.Cmd) error, grace time.Duration, provableUntil time.Time) (*watchdog, error) {
 	self := "/proc/self/exe"
 	if runtime.GOOS != "linux" {
 		var err error
@@ -80,15 +82,45 @@ func startWatchdog(start func(*exec.Cmd) error, grace time.Duration) (*watchdog,
 		return nil, err
 	}
 	defer r.Close()
-	c := exec.Command(self, WatchdogArg, strconv.Itoa(os.Getpid()))
-	c.Args[0] = os.Args[0]
-	c.Stdin = r
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := start(c); err != nil {
+	ready, readyW, err := os.Pipe()
+	if err != nil {
 		w.Close()
 		return nil, err
 	}
+	defer ready.Close()
+	c := exec.Command(self, WatchdogArg, strconv.Itoa(os.Getpid()))
+	c.Args[0] = os.Args[0]
+	c.Stdin, c.Stdout = r, readyW
+	// A session of its own: a Ctrl-Z sent to lockctl's group before the
+	// child leaves it is then discarded (its group is orphaned, POSIX
+	// 2.4.3 job control), not kept to stop it before its exec. Stopped
+	// there, it held the forking thread in vfork, and a garbage collection
+	// waiting for that thread froze all of lockctl for good.
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = start(c)
+	readyW.Close()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	waitReady(ready, time.Until(provableUntil)/2)
 	return &watchdog{cmd: c, w: w, grace: grace}, nil
+}
+
+// readyWait bounds how long lockctl waits for its watchdog to run.
+const readyWait = 2 * time.Second
+
+// waitReady waits, min(readyWait, most) at most, for the byte the watchdog
+// writes on its stdout as it starts following lockctl: before the child
+// starts. A watchdog still starting up (an exec of this binary: some 10ms,
+// far more under load) could not seek the child of a lockctl killed after
+// its fork, and what the child started ran on (TestRunKilledAfterFork,
+// beside two CPU burners). Past that the child starts all the same: the
+// wait must not eat the lease the child runs under.
+func waitReady(ready *os.File, most time.Duration) {
+	var b [1]byte
+	_ = ready.SetReadDeadline(time.Now().Add(min(readyWait, max(most, 0))))
+	_, _ = ready.Read(b[:])
 }
 
 // watch tells the watchdog the child's process group; d may be nil (no
@@ -199,10 +231,13 @@ func monotonicNow() int64 {
 // what lockctl writes on its stdin (watchdog's lines) and, when that ends
 // (lockctl is gone), SIGKILLs the last process group it was told and
 // returns nil. lockctl SIGKILLs it first when it ends normally. The
-// signals a terminal or a job's kill send do not stop it.
+// signals a terminal or a job's kill send do not stop it. It writes one
+// byte on its stdout as it starts (waitReady).
 func RunWatchdog(parent int) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE)
+	_, _ = os.Stdout.Write([]byte{'.'})
+	_ = os.Stdout.Close()
 	lines := make(chan string)
 	go func() {
 		for in := bufio.NewScanner(os.Stdin); in.Scan(); {
@@ -223,7 +258,7 @@ func RunWatchdog(parent int) error {
 			}
 			wd.read(line, term, kill)
 		case <-wd.seeking(seek):
-			wd.seek(seek)
+			wd.seek()
 		case <-term.C:
 			wd.final = true
 			wd.signal(syscall.SIGTERM)
@@ -245,10 +280,12 @@ type watchdogState struct {
 	// before or just after the fork); the group it names, or seek finds, is
 	// SIGKILLed at once.
 	late bool
-	// seekFrom is when seeking began (CLOCK_MONOTONIC, ns), 0 before;
-	// slowed, that it looks every seekSlow since.
-	seekFrom int64
-	slowed   bool
+	// watched: the watch line came; lockctl's start of the child is over.
+	watched bool
+	// lastLook is when seek last looked (CLOCK_MONOTONIC, ns); wasStopped,
+	// that lockctl was stopped then.
+	lastLook   int64
+	wasStopped bool
 }
 
 // read applies one line of lockctl's to the timers; malformed lines are
@@ -265,7 +302,7 @@ func (s *watchdogState) read(line string, term, kill *time.Timer) {
 	}
 	switch {
 	case len(f) == 2 && f[0] == "watch" && n[1] > 1:
-		s.pgid = int(n[1])
+		s.pgid, s.watched = int(n[1]), true
 		if s.late {
 			s.signal(syscall.SIGKILL)
 		}
@@ -291,16 +328,16 @@ func (s *watchdogState) setKill(at int64, kill *time.Timer) {
 	kill.Reset(time.Duration(at - monotonicNow()))
 }
 
-// seekEvery is how often the watchdog looks for the child's group in
-// /proc between the deadline before the fork and the watch line, for
-// seekFast; then every seekSlow. One look reads every /proc/PID/stat
-// (1.5ms for 90 processes): every 2ms for longer was a core's worth of
-// CPU for as long as lockctl stayed stopped before its fork, for ever if
-// nobody resumed it, and taken from a lockctl starved of CPU. Once the
-// fork is reached, the watch line follows within microseconds.
+// seekEvery is how often the watchdog looks for the child's group between
+// the deadline before the fork and the watch line while lockctl is not
+// stopped; seekSlow while it stays stopped (it forks nothing then). A look
+// reads lockctl's children files, a few small ones: every /proc/PID/stat
+// (1.5ms with 90 processes) every 2ms was a core's worth of CPU for as long
+// as lockctl stayed stopped, and slowing to 100ms after the first 100ms
+// left a lockctl slow to reach its fork (CPU starvation), then killed after
+// it, unfound (TestRunKilledAfterFork: 2 of 3 runs beside two CPU burners).
 const (
 	seekEvery = 2 * time.Millisecond
-	seekFast  = 100 * time.Millisecond
 	seekSlow  = 100 * time.Millisecond
 )
 
@@ -309,36 +346,41 @@ const (
 // SIGKILLed lockctl's child gets another parent, and /proc then no longer
 // ties it to lockctl. Only Linux has the /proc to seek in.
 func (s *watchdogState) seeking(seek *time.Ticker) <-chan time.Time {
-	if s.pgid != 0 || s.kill == 0 || runtime.GOOS != "linux" {
+	if s.watched || s.kill == 0 || runtime.GOOS != "linux" {
 		return nil
 	}
 	return seek.C
 }
 
-// seek takes the one child group findChildGroups finds as the child's,
-// and SIGKILLs it when that was due already (late), as the watch line
-// would: a lockctl stopped again before it writes that line would leave
-// the child running past the lease. Past seekFast it slows seek down.
-func (s *watchdogState) seek(seek *time.Ticker) {
-	if s.seekFrom == 0 {
-		s.seekFrom = monotonicNow()
+// seek continues a child of lockctl stopped before its exec (see
+// continueBeforeExec), then takes the one child group findChildGroups
+// finds as the child's, and SIGKILLs it when that was due already (late),
+// as the watch line would: a lockctl stopped again before it writes that
+// line would leave the child running past the lease. It looks on every tick while lockctl
+// is not stopped, as it stops (what it forked before is there), and every
+// seekSlow while it stays stopped.
+func (s *watchdogState) seek() {
+	stopped, now := isStopped(s.parent), monotonicNow()
+	if stopped && s.wasStopped && now-s.lastLook < int64(seekSlow) {
+		return
+	}
+	s.wasStopped, s.lastLook = stopped, now
+	continueBeforeExec(s.parent)
+	if s.pgid != 0 {
+		return
 	}
 	if g := findChildGroups(s.parent); len(g) == 1 {
 		s.pgid = g[0]
 		if s.late {
 			s.signal(syscall.SIGKILL)
 		}
-		return
-	}
-	if !s.slowed && monotonicNow()-s.seekFrom >= int64(seekFast) {
-		s.slowed = true
-		seek.Reset(seekSlow)
 	}
 }
 
 // signal sends sig to the child's group. Not told one yet (lockctl frozen
 // between the fork and the watch line), it signals the groups that
-// findChildGroups finds, and the group a later watch line names.
+// findChildGroups finds, and a SIGKILL also the group a later watch line
+// names or seek finds (late).
 func (s *watchdogState) signal(sig syscall.Signal) {
 	if s.pgid > 1 {
 		_ = syscall.Kill(-s.pgid, sig)
@@ -350,34 +392,6 @@ func (s *watchdogState) signal(sig syscall.Signal) {
 	for _, g := range findChildGroups(s.parent) {
 		_ = syscall.Kill(-g, sig)
 	}
-}
-
-// findChildGroups returns the pids of parent's children that lead their
-// own process group, the watchdog aside: run's child (Setpgid), which
-// lockctl may not have named yet. It reads /proc/PID/stat (proc(5):
-// "pid (comm) state ppid pgrp ..."), so finds none but on Linux.
-func findChildGroups(parent int) []int {
-	if runtime.GOOS != "linux" || parent <= 1 {
-		return nil
-	}
-	ents, _ := os.ReadDir("/proc")
-	var groups []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		i := strings.LastIndexByte(string(b), ')') // comm may hold spaces and ')'
-		if err != nil || i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 3 && f[1] == strconv.Itoa(parent) && f[2] == e.Name() {
-			groups = append(groups, pid)
-		}
-	}
-	return groups
 }
 
 // stoppedTimer is a timer that has not been set.

@@ -180,7 +180,7 @@ func Parse(data []byte, lim Limits) (*Document, error) {
 	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
 		return nil, ErrEmpty
 	} else if err != nil {
-		return nil, syntaxError(err)
+		return nil, syntaxError(err, data)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, ErrEmpty
@@ -189,9 +189,15 @@ func Parse(data []byte, lim Limits) (*Document, error) {
 	if err := dec.Decode(&next); err == nil {
 		return nil, Problems{{Line: next.Line, Keyword: "documents", ix: indexes{}}}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, syntaxError(err)
+		return nil, syntaxError(err, data)
 	}
 	root := doc.Content[0]
+	if p := oversize(root, lim); p != nil {
+		// Counted before converting: a merge-key bomb (<<: [*a, *a, ...]
+		// nested) would otherwise be expanded in full, 20^6 entries from
+		// 600 bytes, before the converter's own count could stop it.
+		return nil, Problems{*p}
+	}
 	c := &converter{lim: lim, lines: map[string]int{Path(nil).key(): root.Line}, nodes: map[string]*yaml.Node{}, ix: indexes{}}
 	v, expanded := c.value(root, nil)
 	c.nodes[Path(nil).key()] = expanded
@@ -230,17 +236,94 @@ func unprintable(data []byte) error {
 	return nil
 }
 
-func syntaxError(err error) *SyntaxError {
+func syntaxError(err error, data []byte) *SyntaxError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 1
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if n, after, ok := strings.Cut(rest, ": "); ok {
 			if v, err := strconv.Atoi(n); err == nil {
 				line, msg = v, after
+				if parserError(msg) {
+					// At the end of the file that is the line past it.
+					line = min(line+1, max(bytes.Count(bytes.TrimRight(data, "\n"), []byte("\n"))+1, 1))
+				}
 			}
 		}
 	}
 	return &SyntaxError{Line: line, Msg: msg}
+}
+
+// parserError reports a message of yaml's parser, rather than its scanner:
+// yaml.v3 numbers the parser's lines from 0 (it adds 1 to the scanner's
+// only), so such an error named the line before the construct it is about.
+func parserError(msg string) bool {
+	for _, m := range []string{"did not find expected <document start>", "did not find expected node content",
+		"did not find expected key", "did not find expected '-' indicator", "did not find expected ',' or ']'",
+		"did not find expected ',' or '}'", "found undefined tag handle", "found duplicate %YAML directive",
+		"found incompatible YAML document", "found duplicate %TAG directive"} {
+		if strings.HasPrefix(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// oversize is the "size" problem of a document whose values, aliases and
+// merge keys expanded, are more than lim.MaxValues, at the top-level entry
+// that takes the count past it (the converter's place); nil when within.
+func oversize(root *yaml.Node, lim Limits) *Problem {
+	s := &sizer{max: lim.MaxValues, memo: map[*yaml.Node]int{}}
+	if s.values(root) <= lim.MaxValues {
+		return nil
+	}
+	p := Problem{Line: root.Line, Keyword: "size", Params: map[string]any{"values": lim.MaxValues, "depth": lim.MaxDepth}, ix: indexes{}}
+	total := 1
+	for i := 0; root.Kind == yaml.MappingNode && i+1 < len(root.Content); i += 2 {
+		if total += s.values(root.Content[i+1]); total > lim.MaxValues {
+			k := root.Content[i]
+			p.Line, p.Path = k.Line, Path{k.Value}
+			break
+		}
+	}
+	return &p
+}
+
+// sizer counts the values a node expands to, each alias and merge key
+// counted every time it is used, as the converter would meet them; a node's
+// count is kept, so a file of N nodes costs O(N) however far it expands.
+type sizer struct {
+	max  int                // counts stop just past it: no overflow
+	memo map[*yaml.Node]int // a node's expanded count; -1 while it is being counted
+}
+
+// values is the number of values n expands to, capped at s.max+1; an alias
+// to a node that contains it (a cycle) counts as past the cap.
+func (s *sizer) values(n *yaml.Node) int {
+	if v, ok := s.memo[n]; ok {
+		if v < 0 {
+			return s.max + 1
+		}
+		return v
+	}
+	s.memo[n] = -1
+	v := 1
+	switch n.Kind {
+	case yaml.AliasNode:
+		v = s.values(n.Alias)
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content) && v <= s.max; i += 2 { // values only: the converter refuses a key that is no scalar
+			v += s.values(n.Content[i])
+		}
+	case yaml.SequenceNode:
+		for _, e := range n.Content {
+			if v += s.values(e); v > s.max {
+				break
+			}
+		}
+	}
+	v = min(v, s.max+1)
+	s.memo[n] = v
+	return v
 }
 
 type converter struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testSchema = `{
@@ -78,7 +79,7 @@ func TestParse(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
 		{"a: 1\nb: 2\na: 3\n", "3:a:duplicate"},
 		{"? [1]\n: x\n", "1::key"},
-		{"a: &x [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: [*x, *x, *x, *x, *x, *x]\n", "1:b:size"},
+		{"a: &x [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb: [*x, *x, *x, *x, *x, *x]\n", "2:b:size"},
 		{"a: &x {b: *x}\n", "1:a:size"},
 		{"a: {b: {c: {d: {e: 1}}}}\n", "1:a:size"},
 		{"a: 1\n---\nb: 2\n", "2::documents"},
@@ -98,6 +99,19 @@ func TestParse(t *testing.T) {
 	if _, err := Parse([]byte("a: 1\nb: [\n"), lim); !errors.As(err, &syn) || syn.Line < 1 {
 		t.Errorf("syntax: %v", err)
 	}
+	// A syntax error names the line of what it is about, from the parser
+	// (numbered from 0 by yaml.v3) as from the scanner (issue 32 §6).
+	for doc, line := range map[string]int{
+		"redis:\n  url: redis://x\n  timeout: [1s\npolicy:\n  lease_cap: 30s\n": 3, // the unclosed [
+		"steps:\n  - at: 0s\n    do: acquire\n   actor: A\n":                    2, // the block sequence
+		"name: x\nbudget: 30s\n  bad: indent\n":                                 3, // scanner: already right
+		"policy: [unclosed\n":                                                   1, // not the line past the end
+		"a: {b: 1\nc: 2\n":                                                      2, // where the , is missing
+	} {
+		if _, err := Parse([]byte(doc), lim); !errors.As(err, &syn) || syn.Line != line {
+			t.Errorf("%q: %v, want line %d", doc, err, line)
+		}
+	}
 	// A byte that is not UTF-8 is reported at its line (the YAML parser
 	// gives none).
 	if _, err := Parse([]byte("a: 1\nb: \xff\n"), lim); !errors.As(err, &syn) || syn.Line != 2 || !strings.Contains(syn.Msg, "0xff is not UTF-8") {
@@ -112,6 +126,46 @@ func TestParse(t *testing.T) {
 	}
 	if _, err := Parse([]byte("# only a comment\n"), lim); !errors.Is(err, ErrEmpty) {
 		t.Errorf("empty: %v", err)
+	}
+}
+
+// mergeBomb is the issue 33 file: six levels of a merge key taking 20
+// aliases of the level below, 20^6 entries from under 600 bytes.
+func mergeBomb() []byte {
+	var b strings.Builder
+	b.WriteString("a: &a {x: 1, y: 2, z: 3}\n")
+	names := "abcdefg"
+	for i := 1; i < len(names); i++ {
+		alias := strings.Repeat("*"+names[i-1:i]+", ", 19) + "*" + names[i-1:i]
+		fmt.Fprintf(&b, "%c: &%c\n  <<: [%s]\n", names[i], names[i], alias)
+	}
+	return []byte(b.String())
+}
+
+// TestParseMergeBomb: the bomb is a "size" problem, found by counting, not
+// by expanding it (before, Parse ran for minutes and grew past 1 GB).
+func TestParseMergeBomb(t *testing.T) {
+	data := mergeBomb()
+	if len(data) > 700 {
+		t.Fatalf("bomb is %d bytes", len(data))
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse(data, Limits{MaxValues: 100000, MaxDepth: 50})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var ps Problems
+		if !errors.As(err, &ps) || ps[0].Keyword != "size" {
+			t.Fatalf("got %v, want a size problem", err)
+		}
+	case <-time.After(30 * time.Second): // the fixed Parse takes microseconds; the old one minutes
+		t.Fatal("Parse still expanding the merge-key bomb after 30s")
+	}
+	// Shared aliases within the limit still parse: counted once per use, costed once.
+	if _, err := Parse([]byte("a: &a {x: 1}\nb: {<<: [*a, *a]}\nc: [*a, *a, *a]\n"), Limits{MaxValues: 50, MaxDepth: 10}); err != nil {
+		t.Errorf("small merge: %v", err)
 	}
 }
 

@@ -10,16 +10,11 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/lockctl/lockctl/history"
 )
 
-// Violation codes, the same as simulate's.
-const (
-	StaleWriteAccepted = "STALE_WRITE_ACCEPTED"
-	DuplicateEffect    = "DUPLICATE_EFFECT"
-	InvariantViolated  = "INVARIANT_VIOLATED"
-)
-
-// maxCheckRows bounds the rows one INVARIANT_VIOLATED carries; Detail still
+// maxCheckRows bounds the rows one history.CodeInvariant carries; Detail still
 // gives the full count.
 const maxCheckRows = 100
 
@@ -29,9 +24,9 @@ type Violation struct {
 	Code   string `json:"code"`
 	Detail string `json:"detail"`
 	// Rows are the rows that show it, each value as text ("NULL" for NULL),
-	// in the query's column order: for STALE_WRITE_ACCEPTED the earlier
-	// higher-fenced write then the stale one; for DUPLICATE_EFFECT every
-	// write with the key; for INVARIANT_VIOLATED the check's rows (at most
+	// in the query's column order: for history.CodeStaleWrite the earlier
+	// higher-fenced write then the stale one; for history.CodeDuplicate every
+	// write with the key; for history.CodeInvariant the check's rows (at most
 	// 100), its column names in Detail.
 	Rows     [][]string `json:"rows,omitempty"`
 	Fence    *int64     `json:"fence,omitempty"`    // the stale write's fence
@@ -47,18 +42,24 @@ type Violation struct {
 //     resource (nullable; NULL and absent mean one resource); names are
 //     matched case-insensitively and either fence or key may be left out.
 //     A fence lower than an earlier fence of the same resource is
-//     STALE_WRITE_ACCEPTED (NULL fences are not compared); a key seen
-//     before is DUPLICATE_EFFECT, once per key;
-//   - every row checkSQL returns is INVARIANT_VIOLATED, one violation for all.
+//     history.CodeStaleWrite (NULL fences are not compared); a key seen
+//     before is history.CodeDuplicate, once per key;
+//   - every row checkSQL returns is history.CodeInvariant, one violation for all.
 //
-// Both run in one read-only transaction that is rolled back: judging reads
-// the evidence and never changes it.
+// Both run in one read-only transaction that is rolled back, on PostgreSQL
+// and MySQL as the judge's role, which may only read the scratch database
+// (judgerole.go): judging reads the evidence and never changes it.
 //
 // Errors wrap ErrInput when a query is not one statement starting (after
 // comments) with SELECT, WITH, VALUES or TABLE, tries to write, is refused
 // by the server, the history has other columns (the message names the
 // expected ones) or a fence is not an integer.
 func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Violation, error) {
+	if s.kind == postgres && s.judgeRole != "" {
+		if err := s.pgJudgeGrants(ctx); err != nil {
+			return nil, s.scrub(fmt.Errorf("grant the judge's role SELECT in %s: %w", s.name, err))
+		}
+	}
 	var out []Violation
 	err := s.readOnly(ctx, func(q querier) error {
 		if strings.TrimSpace(historySQL) != "" {
@@ -74,7 +75,7 @@ func (s *Scratch) Judge(ctx context.Context, historySQL, checkSQL string) ([]Vio
 				return err
 			}
 			if total > 0 {
-				out = append(out, Violation{Code: InvariantViolated, Rows: textRows(rows),
+				out = append(out, Violation{Code: history.CodeInvariant, Rows: textRows(rows),
 					Detail: fmt.Sprintf("the check query returned %d row%s (%s)", total, plural(total), strings.Join(cols, ", "))})
 			}
 		}
@@ -102,13 +103,12 @@ func (s *Scratch) CheckQueries(ctx context.Context, historySQL, checkSQL string)
 	return nil
 }
 
-// write is one history row.
+// write is one history row: its write record, its 1-based row number and
+// its values as text.
 type write struct {
-	n        int // 1-based row number
-	fence    *int64
-	key      *string
-	resource string
-	text     []string
+	history.Write
+	n    int
+	text []string
 }
 
 func (s *Scratch) judgeHistory(ctx context.Context, q querier, historySQL string) ([]Violation, error) {
@@ -137,14 +137,14 @@ func (s *Scratch) judgeHistory(ctx context.Context, q querier, historySQL string
 			if err != nil {
 				return nil, inputErrorf("history row %d: fence %q is not an integer", n+1, textValue(r[i]))
 			}
-			w.fence = &f
+			w.Fence = &f
 		}
 		if i, ok := idx["key"]; ok && r[i] != nil {
 			k := textValue(r[i])
-			w.key = &k
+			w.Key = &k
 		}
 		if i, ok := idx["resource"]; ok && r[i] != nil {
-			w.resource = textValue(r[i])
+			w.Resource = textValue(r[i])
 		}
 		writes[n] = w
 	}
@@ -152,55 +152,45 @@ func (s *Scratch) judgeHistory(ctx context.Context, q querier, historySQL string
 }
 
 // staleWrites finds writes whose fence is below the highest fence already
-// committed for their resource: the write boundary let an old holder through.
+// committed for their resource (history.StaleWrites).
 func staleWrites(writes []write) []Violation {
 	var out []Violation
-	highest := map[string]write{}
-	for _, w := range writes {
-		if w.fence == nil {
-			continue
+	for _, st := range history.StaleWrites(historyWrites(writes)) {
+		w, h := writes[st.Write], writes[st.After]
+		on := ""
+		if w.Resource != "" {
+			on = fmt.Sprintf(" on %q", w.Resource)
 		}
-		h, seen := highest[w.resource]
-		switch {
-		case !seen || *w.fence > *h.fence:
-			highest[w.resource] = w
-		case *w.fence < *h.fence:
-			on := ""
-			if w.resource != "" {
-				on = fmt.Sprintf(" on %q", w.resource)
-			}
-			out = append(out, Violation{Code: StaleWriteAccepted, Fence: w.fence, Resource: w.resource,
-				Rows:   [][]string{h.text, w.text},
-				Detail: fmt.Sprintf("write %d%s has fence %d, committed after write %d with fence %d", w.n, on, *w.fence, h.n, *h.fence)})
-		}
+		out = append(out, Violation{Code: history.CodeStaleWrite, Fence: w.Fence, Resource: w.Resource,
+			Rows:   [][]string{h.text, w.text},
+			Detail: fmt.Sprintf("write %d%s has fence %d, committed after write %d with fence %d", w.n, on, *w.Fence, h.n, *h.Fence)})
 	}
 	return out
 }
 
-// duplicateKeys finds idempotency keys committed more than once: one
-// violation per key, at its second write.
+// duplicateKeys finds idempotency keys committed more than once
+// (history.DuplicateKeys): one violation per key, at its second write.
 func duplicateKeys(writes []write) []Violation {
-	byKey := map[string][]write{}
-	var order []string
-	for _, w := range writes {
-		if w.key == nil {
-			continue
+	dups := history.DuplicateKeys(historyWrites(writes))
+	out := make([]Violation, 0, len(dups))
+	for _, idx := range dups {
+		n := make([]string, len(idx))
+		rows := make([][]string, len(idx))
+		for i, j := range idx {
+			n[i], rows[i] = strconv.Itoa(writes[j].n), writes[j].text
 		}
-		if len(byKey[*w.key]) == 1 {
-			order = append(order, *w.key)
-		}
-		byKey[*w.key] = append(byKey[*w.key], w)
+		first := writes[idx[0]]
+		out = append(out, Violation{Code: history.CodeDuplicate, Key: first.Key, Resource: first.Resource, Rows: rows,
+			Detail: fmt.Sprintf("key %q committed %d times (writes %s)", *first.Key, len(idx), strings.Join(n, ", "))})
 	}
-	out := make([]Violation, 0, len(order))
-	for _, k := range order {
-		ws := byKey[k]
-		n := make([]string, len(ws))
-		rows := make([][]string, len(ws))
-		for i, w := range ws {
-			n[i], rows[i] = strconv.Itoa(w.n), w.text
-		}
-		out = append(out, Violation{Code: DuplicateEffect, Key: ws[0].key, Resource: ws[0].resource, Rows: rows,
-			Detail: fmt.Sprintf("key %q committed %d times (writes %s)", k, len(ws), strings.Join(n, ", "))})
+	return out
+}
+
+// historyWrites is the history rows as history's write records.
+func historyWrites(writes []write) []history.Write {
+	out := make([]history.Write, len(writes))
+	for i, w := range writes {
+		out[i] = w.Write
 	}
 	return out
 }
@@ -279,7 +269,11 @@ func pastComment(q string, nested bool) string {
 // PostgreSQL and MySQL take BEGIN READ ONLY; SQLite has no such
 // transaction, so its connection is switched to PRAGMA query_only for fn.
 func (s *Scratch) readOnly(ctx context.Context, fn func(querier) error) error {
-	conn, err := s.db.Conn(ctx)
+	db := s.db
+	if s.judgeDB != nil {
+		db = s.judgeDB
+	}
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return s.scrub(fmt.Errorf("connect to %s: %w", s.name, err))
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/history"
 	"github.com/lockctl/lockctl/trial/store"
 )
 
@@ -41,13 +42,13 @@ func TestJudge(t *testing.T) {
 			}
 			three, k1 := int64(3), "k1"
 			want := []store.Violation{
-				{Code: store.StaleWriteAccepted, Fence: &three, Resource: "a",
+				{Code: history.CodeStaleWrite, Fence: &three, Resource: "a",
 					Detail: `write 2 on "a" has fence 3, committed after write 1 with fence 5`,
 					Rows:   [][]string{{"5", "k1", "a"}, {"3", "k2", "a"}}},
-				{Code: store.DuplicateEffect, Key: &k1, Resource: "a",
+				{Code: history.CodeDuplicate, Key: &k1, Resource: "a",
 					Detail: `key "k1" committed 2 times (writes 1, 3)`,
 					Rows:   [][]string{{"5", "k1", "a"}, {"4", "k1", "b"}}},
-				{Code: store.InvariantViolated,
+				{Code: history.CodeInvariant,
 					Detail: "the check query returned 1 row (account, amount, ledger)",
 					Rows:   [][]string{{"acc-2", "70", "90"}}},
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 
@@ -15,27 +16,11 @@ import (
 // openMySQL creates the scratch database on the MySQL or MariaDB server
 // rawURL names and connects to it.
 func openMySQL(ctx context.Context, rawURL string) (*Scratch, error) {
-	u, pw, err := parseServerURL(rawURL)
+	u, cfg, admin, err := mysqlAdmin(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "3306")
-	}
-	// The driver parses its own DSN options (tls, timeout, ...) from the
-	// URL's query; user and password are set apart so no character in them
-	// can confuse its DSN syntax.
-	cfg, err := mysql.ParseDSN("tcp(" + addr + ")/?" + u.RawQuery)
-	if err != nil {
-		return nil, inputErrorf("store %s: %v", redact(rawURL), err)
-	}
-	cfg.User = u.User.Username()
-	cfg.Passwd = pw
-	admin, err := connectMySQL(cfg)
-	if err != nil {
-		return nil, scrubErr(inputErrorf("store %s: %v", redact(rawURL), err), pw)
-	}
+	pw := cfg.Passwd
 	name := newName()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
 		_ = admin.Close()
@@ -47,26 +32,77 @@ func openMySQL(ctx context.Context, rawURL string) (*Scratch, error) {
 	s := &Scratch{kind: mysqlKind, url: scratch.String(), name: name, password: pw}
 	s.drop = func(ctx context.Context) error {
 		defer admin.Close()
-		// DROP DATABASE waits on the metadata locks of open transactions:
-		// end the sessions still using the database first (best effort).
-		killMySQLSessions(ctx, admin, name)
-		_, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
-		return err
+		return dropMySQL(ctx, admin, name)
 	}
 	scfg := cfg.Clone()
-	scfg.DBName = name
-	// lockctl sends one statement at a time (the schema split, the judge's
-	// queries): with the URL's multiStatements=true, a judge's query could
-	// carry a DDL after its SELECT, which MySQL commits and runs.
-	scfg.MultiStatements = false
+	scfg.DBName = name // multiStatements stays off (mysqlConfig)
 	if s.db, err = connectMySQL(scfg); err == nil {
 		err = s.db.PingContext(ctx)
+	}
+	if err == nil {
+		err = s.createMySQLJudge(ctx, admin, cfg)
 	}
 	if err != nil {
 		err = s.scrub(fmt.Errorf("mysql %s: connect to %s: %w", redact(rawURL), name, err))
 		return nil, errors.Join(err, s.Drop(ctx))
 	}
 	return s, nil
+}
+
+// mysqlConfig parses a mysql:// or mariadb:// URL into the driver's
+// config (no database chosen) and returns the URL and its password too;
+// errors wrap ErrInput.
+func mysqlConfig(rawURL string) (*url.URL, *mysql.Config, string, error) {
+	u, pw, err := parseServerURL(rawURL)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	// The driver parses its own DSN options (tls, timeout, ...) from the
+	// URL's query; user and password are set apart so no character in them
+	// can confuse its DSN syntax.
+	cfg, err := mysql.ParseDSN("tcp(" + addr + ")/?" + u.RawQuery)
+	if err != nil {
+		return nil, nil, "", inputErrorf("store %s: %v", redact(rawURL), err)
+	}
+	cfg.User = u.User.Username()
+	cfg.Passwd = pw
+	// lockctl sends one statement at a time (the schema split, the
+	// queries): with the URL's multiStatements=true, a query could carry a
+	// DDL after its SELECT, which MySQL commits and runs.
+	cfg.MultiStatements = false
+	return u, cfg, pw, nil
+}
+
+// mysqlAdmin parses rawURL and connects to its server without a database:
+// the URL, the driver's config (password in it) and the connection, or an
+// error wrapping ErrInput (password removed).
+func mysqlAdmin(rawURL string) (*url.URL, *mysql.Config, *sql.DB, error) {
+	u, cfg, pw, err := mysqlConfig(rawURL)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	admin, err := connectMySQL(cfg)
+	if err != nil {
+		return nil, nil, nil, scrubErr(inputErrorf("store %s: %v", redact(rawURL), err), pw)
+	}
+	return u, cfg, admin, nil
+}
+
+// dropMySQL ends the sessions still in database name and drops it, and its
+// judge's user (judgerole.go).
+func dropMySQL(ctx context.Context, admin *sql.DB, name string) error {
+	// DROP DATABASE waits on the metadata locks of open transactions:
+	// end the sessions still using the database first (best effort).
+	killMySQLSessions(ctx, admin, name)
+	if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+		return err
+	}
+	_, err := admin.ExecContext(ctx, "DROP USER IF EXISTS '"+name+judgeSuffix+"'@'%'")
+	return err
 }
 
 func connectMySQL(cfg *mysql.Config) (*sql.DB, error) {

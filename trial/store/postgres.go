@@ -33,21 +33,34 @@ func openPostgres(ctx context.Context, rawURL string) (*Scratch, error) {
 	s := &Scratch{kind: postgres, url: scratch.String(), name: name, password: pw}
 	s.drop = func(ctx context.Context) error {
 		defer admin.Close()
-		// Workers killed mid-query may leave sessions behind for a moment;
-		// DROP DATABASE refuses while any is connected. Best effort: a
-		// session we may not end makes the DROP say so.
-		_, _ = admin.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
-		_, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
-		return err
+		return dropPostgres(ctx, admin, name)
 	}
 	if s.db, err = sql.Open("pgx", s.url); err == nil {
 		err = s.db.PingContext(ctx)
+	}
+	if err == nil {
+		err = s.createPgJudge(ctx, admin, scratch)
 	}
 	if err != nil {
 		err = s.scrub(fmt.Errorf("postgres %s: connect to %s: %w", redact(rawURL), name, err))
 		return nil, errors.Join(err, s.Drop(ctx))
 	}
 	return s, nil
+}
+
+// dropPostgres ends the sessions still in database name and drops it.
+func dropPostgres(ctx context.Context, admin *sql.DB, name string) error {
+	// Workers killed mid-query may leave sessions behind for a moment;
+	// DROP DATABASE refuses while any is connected. Best effort: a
+	// session we may not end makes the DROP say so.
+	_, _ = admin.ExecContext(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
+	_, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+	if err != nil {
+		return err
+	}
+	// Its judge's role (judgerole.go), once the database's grants are gone.
+	_, err = admin.ExecContext(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{name + judgeSuffix}.Sanitize())
+	return err
 }
 
 // pgOneStatement, as a query's first argument, makes pgx send it with the

@@ -32,6 +32,13 @@ func openSQLite(ctx context.Context, rawURL string) (*Scratch, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, inputErrorf("store %s: %v", rawURL, err)
 	}
+	// SQLite would replay a -wal or -journal left there into the new file,
+	// and they are not ours to remove at the end.
+	for _, suffix := range sqliteCompanions {
+		if _, err := os.Lstat(abs + suffix); !errors.Is(err, os.ErrNotExist) {
+			return nil, inputErrorf("store %s: %s exists; SQLite would read it as the new database's own, so give a path without -wal, -shm or -journal files beside it", rawURL, abs+suffix)
+		}
+	}
 	// O_EXCL: a file created between the check and now is not ours to drop.
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -40,11 +47,9 @@ func openSQLite(ctx context.Context, rawURL string) (*Scratch, error) {
 	_ = f.Close()
 	s := &Scratch{kind: sqliteKind, url: "sqlite:" + abs, name: abs}
 	s.drop = func(context.Context) error {
-		var errs []error
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-			if err := os.Remove(abs + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
+		errs := []error{removeIfThere(abs)}
+		for _, suffix := range sqliteCompanions {
+			errs = append(errs, removeIfThere(abs+suffix))
 		}
 		return errors.Join(errs...)
 	}
@@ -58,6 +63,18 @@ func openSQLite(ctx context.Context, rawURL string) (*Scratch, error) {
 		return nil, errors.Join(fmt.Errorf("sqlite %s: %w", abs, err), s.Drop(ctx))
 	}
 	return s, nil
+}
+
+// sqliteCompanions are the files SQLite keeps beside a database file (WAL
+// mode's log and index, the rollback journal): none may exist at Open, so
+// those Drop removes are the scratch database's own.
+var sqliteCompanions = []string{"-wal", "-shm", "-journal"}
+
+func removeIfThere(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // isSQLiteError reports whether SQLite refused the statement.

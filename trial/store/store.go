@@ -1,7 +1,8 @@
 // Package store gives `lockctl trial` a scratch database on the user's own
 // server: it creates one (PostgreSQL, MySQL/MariaDB or a fresh SQLite file),
 // runs the user's schema in it, judges what the workers committed there and
-// drops it at the end. It never touches a database it did not create.
+// drops it at the end. It never changes a database it did not create: a
+// Boundary (`lockctl diagnose`) only reads the user's own, rolled back.
 package store
 
 import (
@@ -14,6 +15,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/owner"
 )
 
 // ErrInput marks errors caused by what the user gave (an unsupported URL
@@ -40,13 +43,18 @@ const dropTimeout = 10 * time.Second
 
 // Scratch is one scratch database, open until Drop.
 type Scratch struct {
-	kind     kind
-	url      string  // what workers get as DATABASE_URL
-	name     string  // database name, or the SQLite file's absolute path
-	db       *sql.DB // connected to the scratch database
-	drop     func(ctx context.Context) error
-	password string // scrubbed from every error
-	dropped  bool
+	kind kind
+	url  string  // what workers get as DATABASE_URL
+	name string  // database name, or the SQLite file's absolute path
+	db   *sql.DB // connected to the scratch database
+	// judgeDB is connected as judgeRole, which may only read the scratch
+	// database (PostgreSQL, MySQL); the judge's queries run there.
+	judgeDB   *sql.DB
+	judgeRole string
+	judgeNote string // why there is no judgeRole (JudgeNote)
+	drop      func(ctx context.Context) error
+	password  string // scrubbed from every error
+	dropped   bool
 }
 
 // kind is a family of servers: one SQL dialect, one driver.
@@ -108,9 +116,9 @@ func (s *Scratch) Name() string { return s.name }
 
 // Drop closes the scratch connections and removes the database (PostgreSQL
 // and MySQL: disconnecting every session still in it first, then DROP
-// DATABASE; SQLite: the file and its -wal, -shm and -journal files). It runs
-// even when ctx is already done (Ctrl-C), bounded by 10 s. A second call does
-// nothing.
+// DATABASE; SQLite: the file and the -wal, -shm and -journal files SQLite
+// made beside it). It runs even when ctx is already done (Ctrl-C), bounded
+// by 10 s. A second call does nothing.
 func (s *Scratch) Drop(ctx context.Context) error {
 	if s.dropped {
 		return nil
@@ -118,6 +126,9 @@ func (s *Scratch) Drop(ctx context.Context) error {
 	s.dropped = true
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	defer cancel()
+	if s.judgeDB != nil {
+		_ = s.judgeDB.Close()
+	}
 	if s.db != nil {
 		_ = s.db.Close()
 	}
@@ -127,12 +138,14 @@ func (s *Scratch) Drop(ctx context.Context) error {
 	return nil
 }
 
-// newName returns lockctl_trial_ and 12 random hex digits: lower case, so
-// it needs no quoting on any of the three servers.
+// newName returns lockctl_trial_<owner>_<6 random hex digits>, owner this
+// lockctl's PID_START_BOOT (internal/owner), so that DropOrphans can tell
+// when it is gone: digits, hex and _ only, so it needs no quoting on any of
+// the three servers, and at most 63 bytes (PostgreSQL's limit).
 func newName() string {
-	b := make([]byte, 6)
+	b := make([]byte, 3)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return NamePrefix + hex.EncodeToString(b)
+	return NamePrefix + owner.Self().String() + "_" + hex.EncodeToString(b)
 }
 
 // scrub removes the URL's password from err's message, keeping err for

@@ -171,3 +171,30 @@ END;`,
 		})
 	}
 }
+
+// TestSQLiteLeavesOthersFiles: a -wal, -shm or -journal file already beside
+// the path is not the scratch database's: Open refuses the path (SQLite
+// would replay it into the new file) and it is still there, as it was
+// (Drop removed it).
+func TestSQLiteLeavesOthersFiles(t *testing.T) {
+	t.Parallel()
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		path := filepath.Join(t.TempDir(), "x.db")
+		if err := os.WriteFile(path+suffix, []byte("someone else's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(context.Background(), "sqlite:"+path)
+		if err == nil {
+			_ = s.Drop(context.Background())
+		}
+		if !errors.Is(err, store.ErrInput) || !strings.Contains(err.Error(), path+suffix+" exists") {
+			t.Errorf("%s: Open = %v, want ErrInput naming %s", suffix, err, path+suffix)
+		}
+		if b, err := os.ReadFile(path + suffix); err != nil || string(b) != "someone else's" {
+			t.Errorf("%s: after Open and Drop: %q, %v", suffix, b, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %s was created: %v", suffix, path, err)
+		}
+	}
+}

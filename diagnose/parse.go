@@ -1,0 +1,220 @@
+package diagnose
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// tcpEntry is one line of /proc/net/tcp or tcp6.
+type tcpEntry struct {
+	local, peer  netip.AddrPort
+	state        string
+	sendQ, recvQ int64
+	inode        uint64
+}
+
+// tcpStates names the TCP states of /proc/net/tcp's "st" column
+// (include/net/tcp_states.h).
+var tcpStates = map[string]string{
+	"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+	"05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+	"09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING", "0C": "NEW_SYN_RECV",
+}
+
+// parseTCP reads the lines of /proc/net/tcp or tcp6 (proc_net_tcp(5)):
+// "sl local rem st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout
+// inode ..."; lines it cannot read are skipped.
+func parseTCP(text string) []tcpEntry {
+	var out []tcpEntry
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		local, ok1 := parseHexAddr(f[1])
+		peer, ok2 := parseHexAddr(f[2])
+		tx, rx, ok3 := strings.Cut(f[4], ":")
+		inode, err := strconv.ParseUint(f[9], 10, 64)
+		if !ok1 || !ok2 || !ok3 || err != nil {
+			continue
+		}
+		sq, _ := strconv.ParseInt(tx, 16, 64)
+		rq, _ := strconv.ParseInt(rx, 16, 64)
+		st := tcpStates[strings.ToUpper(f[3])]
+		if st == "" {
+			st = f[3]
+		}
+		out = append(out, tcpEntry{local: local, peer: peer, state: st, sendQ: sq, recvQ: rq, inode: inode})
+	}
+	return out
+}
+
+// parseHexAddr reads "0100007F:1F90" (IPv4) or 32 hex digits and a port
+// (IPv6): the address as 32-bit words in the kernel's (little-endian)
+// byte order, the port in hex. IPv4-mapped IPv6 addresses are unmapped.
+func parseHexAddr(s string) (netip.AddrPort, bool) {
+	a, p, ok := strings.Cut(s, ":")
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	port, err := strconv.ParseUint(p, 16, 16)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	b, err := hex.DecodeString(a)
+	if err != nil || (len(b) != 4 && len(b) != 16) {
+		return netip.AddrPort{}, false
+	}
+	for i := 0; i < len(b); i += 4 {
+		binary.BigEndian.PutUint32(b[i:], binary.LittleEndian.Uint32(b[i:]))
+	}
+	addr, _ := netip.AddrFromSlice(b)
+	return netip.AddrPortFrom(addr.Unmap(), uint16(port)), true
+}
+
+// procStat is what diagnose takes from /proc/PID/stat (proc_pid_stat(5)).
+type procStat struct {
+	comm      string
+	state     string
+	ppid      int
+	startTick int64 // field 22: start time after boot, in clock ticks
+}
+
+// parseStat reads /proc/PID/stat; the command name is between the first
+// "(" and the last ")" (it may hold spaces and parentheses).
+func parseStat(text string) (procStat, bool) {
+	open, closing := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
+	if open < 0 || closing < open {
+		return procStat{}, false
+	}
+	f := strings.Fields(text[closing+1:])
+	if len(f) < 20 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseInt(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{comm: text[open+1 : closing], state: stateName(f[0]), ppid: ppid, startTick: start}, true
+}
+
+// stateName words a state letter of /proc/PID/stat.
+func stateName(letter string) string {
+	switch letter {
+	case "R":
+		return "running"
+	case "S":
+		return "sleeping"
+	case "D":
+		return "disk_wait"
+	case "T":
+		return "stopped"
+	case "t":
+		return "tracing_stop"
+	case "Z":
+		return "zombie"
+	case "X", "x":
+		return "dead"
+	case "I":
+		return "idle"
+	}
+	return letter
+}
+
+// fdFirst are the calls whose first argument is the file descriptor they
+// work on, by what they do with it.
+var fdFirst = map[string]string{
+	"read": "read", "readv": "read", "pread64": "read", "preadv": "read", "preadv2": "read",
+	"recvfrom": "read", "recvmsg": "read", "recvmmsg": "read",
+	"write": "write", "writev": "write", "pwrite64": "write", "sendto": "write", "sendmsg": "write", "sendmmsg": "write",
+	"connect": "connect", "accept": "accept", "accept4": "accept",
+	"fsync": "sync", "fdatasync": "sync", "flock": "lock",
+}
+
+// parseSyscall reads /proc/PID/task/TID/syscall: "running", "-1 sp pc"
+// (blocked outside a call), or "nr arg1 ... arg6 sp pc". It returns the
+// call's name and, for a call in fdFirst, its file descriptor.
+func parseSyscall(text string) (string, *int) {
+	f := strings.Fields(text)
+	if len(f) == 0 || f[0] == "-1" {
+		return "", nil
+	}
+	if f[0] == "running" {
+		return "running", nil
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		return "", nil
+	}
+	name, ok := syscallNames[nr]
+	if !ok {
+		return "syscall " + f[0], nil
+	}
+	if _, takesFD := fdFirst[name]; takesFD && len(f) > 1 {
+		if fd, err := strconv.ParseInt(strings.TrimPrefix(f[1], "0x"), 16, 32); err == nil {
+			n := int(fd)
+			return name, &n
+		}
+	}
+	return name, nil
+}
+
+// waits are the calls a thread waits in for any of several descriptors or
+// for another thread: a blocked read shows as one of these in programs with
+// an event loop (Go's netpoller, libuv, asyncio).
+var waits = map[string]bool{
+	"poll": true, "ppoll": true, "select": true, "pselect6": true, "epoll_wait": true,
+	"epoll_pwait": true, "epoll_pwait2": true, "futex": true, "nanosleep": true, "clock_nanosleep": true,
+}
+
+// parseClientList reads CLIENT LIST's reply: one client a line, fields
+// name=value separated by spaces (the values lockctl reads hold none).
+func parseClientList(text string) []Client {
+	var out []Client
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var c Client
+		for _, kv := range strings.Fields(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "id":
+				c.ID, _ = strconv.ParseInt(v, 10, 64)
+			case "addr":
+				c.Addr = v
+			case "laddr":
+				c.LAddr = v
+			case "name":
+				c.Name = v
+			case "age":
+				c.AgeS, _ = strconv.ParseInt(v, 10, 64)
+			case "idle":
+				c.IdleS, _ = strconv.ParseInt(v, 10, 64)
+			case "cmd":
+				c.Cmd = v
+			case "lib-name":
+				c.LibName = v
+			case "lib-ver":
+				c.LibVer = v
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// parseAddrPort reads a CLIENT LIST address ("127.0.0.1:5000",
+// "[::1]:5000"), unmapping IPv4-mapped IPv6.
+func parseAddrPort(s string) (netip.AddrPort, bool) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}

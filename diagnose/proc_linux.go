@@ -1,0 +1,281 @@
+package diagnose
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procNote is empty: /proc is there to read.
+const procNote = ""
+
+// userHZ is the unit of /proc/PID/stat's start time: USER_HZ, 100 on every
+// Linux architecture (times(2)), whatever the kernel's own HZ.
+const userHZ = 100
+
+// procReader reads /proc at one moment: the uptime and lockctl's own
+// scheduler clock that ages and off-CPU times are measured against.
+type procReader struct {
+	now      time.Time
+	uptimeMS int64
+	// selfExecMS is se.exec_start of lockctl's own thread (ms in the
+	// scheduler's clock), 0 when the kernel does not show it.
+	selfExecMS float64
+}
+
+func newProcReader(now time.Time) *procReader {
+	r := &procReader{now: now}
+	if b, err := os.ReadFile("/proc/uptime"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			s, _ := strconv.ParseFloat(f[0], 64)
+			r.uptimeMS = int64(s * 1000)
+		}
+	}
+	r.selfExecMS = execStart("/proc/thread-self/sched")
+	return r
+}
+
+// execStart reads se.exec_start (ms, the scheduler's clock) from a sched
+// file; 0 when absent (a kernel without CONFIG_SCHED_DEBUG).
+func execStart(path string) float64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "se.exec_start" {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f
+		}
+	}
+	return 0
+}
+
+// process reads /proc/PID; it returns an error wrapping ErrNoProcess when
+// there is no such process.
+func (r *procReader) process(pid int) (Process, error) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/stat")
+	if errors.Is(err, fs.ErrNotExist) {
+		return Process{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	}
+	if err != nil {
+		return Process{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	st, ok := parseStat(string(b))
+	if !ok {
+		return Process{}, fmt.Errorf("pid %d: /proc/%d/stat does not parse", pid, pid)
+	}
+	p := Process{PID: pid, PPID: st.ppid, Comm: st.comm, State: st.state, Threads: []Thread{}, Connections: []Conn{}}
+	if comm, err := os.ReadFile(dir + "/comm"); err == nil {
+		p.Comm = strings.TrimSpace(string(comm))
+	}
+	if r.uptimeMS > 0 {
+		p.AgeMS = max(r.uptimeMS-st.startTick*1000/userHZ, 0)
+		p.StartedAt = r.now.Add(-time.Duration(p.AgeMS) * time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	unreadable := map[string]bool{}
+	note := func(file string, err error) {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && !unreadable[file] {
+			unreadable[file] = true
+			p.Unreadable = append(p.Unreadable, file+": "+errText(err))
+		}
+	}
+	p.Threads = r.threads(dir, note)
+	p.Connections = connections(dir, note)
+	p.Run = runChild(dir, note)
+	return p, nil
+}
+
+// errText is an fs error without its path ("permission denied").
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func (r *procReader) threads(dir string, note func(string, error)) []Thread {
+	entries, err := os.ReadDir(dir + "/task")
+	note("task", err)
+	out := []Thread{}
+	for _, e := range entries {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		td := dir + "/task/" + e.Name()
+		b, err := os.ReadFile(td + "/stat")
+		st, ok := parseStat(string(b))
+		if err != nil || !ok {
+			continue // the thread ended while being read
+		}
+		t := Thread{TID: tid, Comm: st.comm, State: st.state}
+		if w, err := os.ReadFile(td + "/wchan"); err == nil && string(w) != "0" {
+			t.WChan = strings.TrimSpace(string(w))
+		} else {
+			note("wchan", err)
+		}
+		if s, err := os.ReadFile(td + "/syscall"); err == nil {
+			t.Syscall, t.FD = parseSyscall(string(s))
+		} else {
+			note("syscall", err)
+		}
+		if x := execStart(td + "/sched"); x > 0 && r.selfExecMS > 0 && t.State != "running" {
+			off := int64(max(r.selfExecMS-x, 0))
+			t.OffCPUMS = &off
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TID < out[j].TID })
+	return out
+}
+
+// socketFDs maps the socket inodes of /proc/PID/fd to their descriptors.
+func socketFDs(dir string) (map[uint64]int, error) {
+	entries, err := os.ReadDir(dir + "/fd")
+	if err != nil {
+		return nil, err
+	}
+	out := map[uint64]int{}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		link, err := os.Readlink(dir + "/fd/" + e.Name())
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			if n, err := strconv.ParseUint(strings.TrimSuffix(inode, "]"), 10, 64); err == nil {
+				out[n] = fd
+			}
+		}
+	}
+	return out, nil
+}
+
+// connections are the TCP sockets of the process in its own network
+// namespace (/proc/PID/net), ordered by descriptor.
+func connections(dir string, note func(string, error)) []Conn {
+	fds, err := socketFDs(dir)
+	note("fd", err)
+	out := []Conn{}
+	if len(fds) == 0 {
+		return out
+	}
+	for _, e := range tcpTable(dir + "/net") {
+		if fd, ok := fds[e.inode]; ok {
+			out = append(out, Conn{FD: fd, Local: e.local.String(), Peer: e.peer.String(), State: e.state, SendQueue: e.sendQ, RecvQueue: e.recvQ})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FD < out[j].FD })
+	return out
+}
+
+// tcpTable reads tcp and tcp6 of a /proc net directory.
+func tcpTable(netDir string) []tcpEntry {
+	var out []tcpEntry
+	for _, name := range []string{"tcp", "tcp6"} {
+		if b, err := os.ReadFile(filepath.Join(netDir, name)); err == nil {
+			out = append(out, parseTCP(string(b))...)
+		}
+	}
+	return out
+}
+
+// runChild reads LOCKCTL_KEY and LOCKCTL_FENCE from /proc/PID/environ and
+// nothing else: every other variable is skipped unread into any result.
+func runChild(dir string, note func(string, error)) *RunChild {
+	b, err := os.ReadFile(dir + "/environ")
+	note("environ", err)
+	var rc *RunChild
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		switch {
+		case bytes.HasPrefix(kv, []byte("LOCKCTL_KEY=")):
+			if rc == nil {
+				rc = &RunChild{}
+			}
+			rc.Key = string(kv[len("LOCKCTL_KEY="):])
+		case bytes.HasPrefix(kv, []byte("LOCKCTL_FENCE=")):
+			if rc == nil {
+				rc = &RunChild{}
+			}
+			if n, err := strconv.ParseInt(string(kv[len("LOCKCTL_FENCE="):]), 10, 64); err == nil {
+				rc.Fence = &n
+			}
+		}
+	}
+	return rc
+}
+
+// pids lists the processes in /proc.
+func pids() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// childrenOf returns the PIDs whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	for _, p := range pids() {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat"); err == nil {
+			if st, ok := parseStat(string(b)); ok && st.ppid == pid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// runChildrenFor returns the PIDs of the processes lockctl may read whose
+// LOCKCTL_KEY is key: lockctl run children, also those whose lockctl is
+// gone and that hold no Redis connection of their own.
+func runChildrenFor(key string) []int {
+	var out []int
+	for _, pid := range pids() {
+		if rc := runChild("/proc/"+strconv.Itoa(pid), func(string, error) {}); rc != nil && rc.Key == key {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// socketOwners maps each TCP connection of this network namespace, by its
+// local and peer address, to the process holding it; it also returns how
+// many processes' descriptors could not be read (another user's, without
+// root).
+func socketOwners() (map[[2]netip.AddrPort]int, int) {
+	byInode := map[uint64]int{}
+	hidden := 0
+	for _, pid := range pids() {
+		fds, err := socketFDs("/proc/" + strconv.Itoa(pid))
+		if err != nil {
+			hidden++
+			continue
+		}
+		for inode := range fds {
+			byInode[inode] = pid
+		}
+	}
+	out := map[[2]netip.AddrPort]int{}
+	for _, e := range tcpTable("/proc/net") {
+		if pid, ok := byInode[e.inode]; ok {
+			out[[2]netip.AddrPort{e.local, e.peer}] = pid
+		}
+	}
+	return out, hidden
+}

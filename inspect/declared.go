@@ -1,0 +1,568 @@
+package inspect
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Declared is a lock layout described as data (docs/layouts.md, "Layouts
+// you declare"): a team's own lock or a library lockctl lacks, from the
+// user's layouts file, and the built-in layouts of builtin_layouts.yaml.
+// A key matching Key whose value matches the type's expressions gets this
+// layout; the user's are tried first, then the built-in ones, in order.
+type Declared struct {
+	// Name is the layout name inspect reports; Library says whose it is.
+	Name, Library string
+	// Type is the Redis type of the key: string, hash, zset, list or set.
+	Type string
+	// Key is a glob over the whole key: * any run of bytes (captured, {1}
+	// to {9} in templates, the longest run first), ? one byte.
+	Key string
+	// Value (string) is a regular expression (RE2) over the whole value,
+	// with named groups among declaredGroups; Size, when not 0, the
+	// value's length in bytes.
+	Value string
+	Size  int
+	// Field and FieldValue (hash) match every field's name and value: each
+	// field is a holder, the first one the owner.
+	Field, FieldValue string
+	// Member (zset, list, set) matches every member: each is a holder,
+	// members with the same owner group folded into one with its permits.
+	Member string
+	// Score (zset) says what a member's score is: "deadline" (its lease
+	// ends then: the key needs no TTL) or "acquired"; Unit "ms" or "s".
+	Score, Unit string
+	// Role, when set, says a key of this layout is itself a companion of
+	// a lock (a fence counter, a signal list): no holder, no findings.
+	Role string
+	// JobID is a template for the holder's job id ({1}, {value}...).
+	JobID string
+	// Confidence is the most a match gets: certain by default, likely when
+	// a companion the layout always writes is missing.
+	Confidence Confidence
+	// IssuesFence says the layout issues fencing tokens: a fence_counter
+	// companion is its counter, the value's fence group its token.
+	IssuesFence bool
+	// Companions are keys the layout keeps beside the lock.
+	Companions []DeclaredCompanion
+
+	value, field, fieldValue, member *regexp.Regexp
+	keyParts                         []string // Key split at its stars
+	// byName marks an entry companionEntries made from a companion's key
+	// template: matched by key and type alone (companionByName).
+	byName bool
+}
+
+// DeclaredCompanion is one companion key of a declared layout. Key is a
+// template: {key} the lock key, {tagged_key} the lock key in a hash tag
+// unless it has one, {value} the lock's string value, {1}.. the key's
+// glob runs. Type is the type it must have to count as there ("" any);
+// an Optional one is listed only when it exists; when some are Required,
+// the layout matches only if one of those exists.
+type DeclaredCompanion struct {
+	Role, Key, Type    string
+	Optional, Required bool
+}
+
+// compiled returns d with its expressions built.
+func (d Declared) compiled() Declared {
+	re := func(expr string) *regexp.Regexp {
+		if expr == "" {
+			return nil
+		}
+		return regexp.MustCompile(`^(?:` + expr + `)$`)
+	}
+	d.value, d.field, d.fieldValue, d.member = re(d.Value), re(d.Field), re(d.FieldValue), re(d.Member)
+	d.keyParts = strings.Split(d.Key, "*")
+	if d.Confidence == "" {
+		d.Confidence = Certain
+	}
+	if d.Type == "" && !d.byName {
+		d.Type = "string"
+	}
+	return d
+}
+
+// Compile builds the expressions of layouts ParseLayouts returned, once,
+// before they go into Options.Declared; the entries for the companions
+// their templates name come first (companionEntries).
+func Compile(ds []Declared) []Declared {
+	all := append(companionEntries(ds), ds...)
+	out := make([]Declared, len(all))
+	for i, d := range all {
+		out[i] = d.compiled()
+	}
+	return out
+}
+
+// declaredMatch is a layout whose key and value matched, and the value's
+// named groups (string), or the first holder's, once it is picked.
+type declaredMatch struct {
+	layout *Declared
+	groups map[string]string
+}
+
+// candidates returns the layouts, the user's then the built-in ones, whose
+// key and value match, up to the first that needs no required companion:
+// the companions of all of them are read, and matchDeclared picks one. A
+// hash's, zset's, list's or set's items are read with its companions
+// (Reader's second round trip): byKey matches those by key and type
+// alone, all of them, as the first by key may not be the one its items match.
+func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
+	var out []declaredMatch
+	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
+		for i := range list {
+			d := &list[i]
+			if d.byName && !d.companionByName(v) || !d.byName && (d.Type != v.Type || d.value == nil && d.field == nil && d.member == nil) {
+				continue
+			}
+			if _, ok := globRuns(d.keyParts, key, false); !ok {
+				continue
+			}
+			if !d.byName && (!byKey || d.Type == "string") && !d.matches(v) {
+				continue
+			}
+			if out == nil {
+				out = make([]declaredMatch, 0, 4)
+			}
+			out = append(out, declaredMatch{layout: d})
+			if d.byName || !d.needsCompanion() && (!byKey || d.Type == "string") {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// needsCompanion reports a layout told apart by a required companion.
+func (d *Declared) needsCompanion() bool {
+	for _, c := range d.Companions {
+		if c.Required {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether v matches d's expressions.
+func (d *Declared) matches(v Value) bool {
+	_, ok := d.matchValue(v, false)
+	return ok
+}
+
+// matchValue matches v against d's expressions; with keep, it returns
+// the named groups of the string value, or of the first field or member.
+func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
+	switch {
+	case v.Truncated:
+		return nil, false
+	case d.Type == "string":
+		if d.Size > 0 && len(v.Bytes) != d.Size {
+			return nil, false
+		}
+		if !keep {
+			return nil, d.value.Match(v.Bytes)
+		}
+		return groupsOf(d.value, string(v.Bytes), keep)
+	case d.Type == "hash":
+		var first map[string]string
+		for _, f := range v.Fields {
+			g, ok := groupsOf(d.field, f[0], keep && first == nil)
+			if !ok {
+				return nil, false
+			}
+			if d.fieldValue != nil {
+				gv, ok := groupsOf(d.fieldValue, f[1], keep && first == nil)
+				if !ok {
+					return nil, false
+				}
+				for k, x := range gv {
+					g[k] = x
+				}
+			}
+			if first == nil {
+				first = g
+			}
+		}
+		return first, len(v.Fields) > 0
+	}
+	return d.matchMembers(v, keep)
+}
+
+// matchMembers matches every member of a zset, list or set, and a zset's
+// scores against the layout's unit.
+func (d *Declared) matchMembers(v Value, keep bool) (map[string]string, bool) {
+	step := 1
+	if d.Type == "zset" {
+		step = 2
+	}
+	var first map[string]string
+	for i := 0; i+step-1 < len(v.Items); i += step {
+		g, ok := groupsOf(d.member, v.Items[i], keep && first == nil)
+		if !ok {
+			return nil, false
+		}
+		if step == 2 {
+			if _, ok := d.scoreMS(v.Items[i+1]); !ok {
+				return nil, false
+			}
+		}
+		if first == nil {
+			first = g
+		}
+	}
+	return first, len(v.Items) >= step
+}
+
+// scoreMS reads a zset score in the layout's unit as Unix ms, within
+// 2001-2100 (a score out of that range is no time in that unit).
+func (d *Declared) scoreMS(s string) (int64, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, false
+	}
+	if d.Unit == "s" {
+		f *= 1000
+	}
+	return int64(f), f >= minEpochMS && f < maxEpochMS
+}
+
+// groupsOf matches s whole and, with keep, returns its named groups (a
+// map, never nil); without, only whether it matched: nothing allocated.
+func groupsOf(re *regexp.Regexp, s string, keep bool) (map[string]string, bool) {
+	if !keep {
+		return nil, re.MatchString(s)
+	}
+	m := re.FindStringSubmatch(s)
+	if m == nil {
+		return nil, false
+	}
+	g := map[string]string{}
+	for i, name := range re.SubexpNames() {
+		if name != "" && m[i] != "" {
+			g[name] = m[i]
+		}
+	}
+	return g, true
+}
+
+// globRuns matches key against a glob of literal bytes, * and ?, split
+// at its stars (parts), and returns what each * matched: the later parts
+// placed rightmost, so the first * takes the longest run, as a shell's
+// backtracking would. Without keep it only matches and allocates
+// nothing: a scan meets every key with every layout.
+func globRuns(parts []string, key string, keep bool) ([]string, bool) {
+	if len(parts) == 1 {
+		return nil, len(key) == len(parts[0]) && literalAt(parts[0], key)
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	if len(key) < len(first)+len(last) || !literalAt(first, key) || !literalAt(last, key[len(key)-len(last):]) {
+		return nil, false
+	}
+	mid := key[len(first) : len(key)-len(last)]
+	ends := make([]int, 0, 8)
+	end := len(mid)
+	for j := len(parts) - 2; j >= 1; j-- {
+		pos := lastLiteral(parts[j], mid[:end])
+		if pos < 0 {
+			return nil, false
+		}
+		ends = append(ends, pos+len(parts[j]), end)
+		end = pos
+	}
+	if !keep {
+		return nil, true
+	}
+	runs := make([]string, len(parts)-1)
+	runs[0] = mid[:end]
+	for j, k := 1, len(ends)-2; k >= 0; j, k = j+1, k-2 {
+		runs[j] = mid[ends[k]:ends[k+1]]
+	}
+	return runs, true
+}
+
+// literalAt reports whether s begins with lit, where ? in lit is any byte.
+func literalAt(lit, s string) bool {
+	if len(s) < len(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '?' && lit[i] != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lastLiteral is the last index of lit in s (? any byte), or -1.
+func lastLiteral(lit, s string) int {
+	for i := len(s) - len(lit); i >= 0; i-- {
+		if literalAt(lit, s[i:]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// expand fills a companion or job id template for the lock at key:
+// {key}, {tagged_key}, {value} and {1}..{9}; any other {…} stays as is.
+func (m declaredMatch) expand(tmpl, key string, v Value) string {
+	if !strings.Contains(tmpl, "{") {
+		return tmpl
+	}
+	var b strings.Builder
+	b.Grow(len(tmpl) + 2*len(key) + 2)
+	for tmpl != "" {
+		i := strings.IndexByte(tmpl, '{')
+		j := strings.IndexByte(tmpl[max(i, 0):], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(tmpl)
+			break
+		}
+		b.WriteString(tmpl[:i])
+		name := tmpl[i+1 : i+j]
+		switch n := placeholderRun(name); {
+		case name == "key":
+			b.WriteString(key)
+		case name == "tagged_key" && strings.Contains(key, "{"):
+			b.WriteString(key)
+		case name == "tagged_key": // Redisson's prefixName: the key in a hash tag
+			b.WriteString("{" + key + "}")
+		case name == "value":
+			b.Write(v.Bytes)
+		case n >= 1 && n < len(m.layout.keyParts):
+			runs, _ := globRuns(m.layout.keyParts, key, true)
+			b.WriteString(runs[n-1])
+		default:
+			b.WriteByte('{') // a hash tag or text: the next { may begin a placeholder
+			tmpl = tmpl[i+1:]
+			continue
+		}
+		tmpl = tmpl[i+j+1:]
+	}
+	return b.String()
+}
+
+// placeholderRun is the glob run a placeholder {1}..{9} names, else 0.
+func placeholderRun(name string) int {
+	if len(name) != 1 || name[0] < '1' || name[0] > '9' {
+		return 0
+	}
+	return int(name[0] - '0')
+}
+
+// companionKeys are the companions of every candidate layout at key.
+func companionKeys(key string, v Value, ms []declaredMatch) []companionKey {
+	var out []companionKey
+	for _, m := range ms {
+		for _, c := range m.layout.Companions {
+			out = append(out, companionKey{c.Role, m.expand(c.Key, key, v)})
+		}
+	}
+	return out
+}
+
+// matchDeclared picks the first candidate whose required companions are
+// met (one exists), and whether one did.
+func matchDeclared(key string, v Value, comp map[string]Value, opts Options) (declaredMatch, bool) {
+	for _, m := range candidates(key, v, opts, false) {
+		if m.met(key, v, comp) {
+			if !m.layout.byName {
+				m.groups, _ = m.layout.matchValue(v, true)
+			}
+			return m, true
+		}
+	}
+	return declaredMatch{}, false
+}
+
+// met reports whether m needs no required companion or one of them exists.
+func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
+	if !m.layout.needsCompanion() {
+		return true
+	}
+	for _, c := range m.layout.Companions {
+		if cv := comp[m.expand(c.Key, key, v)]; c.Required && cv.Exists() && (c.Type == "" || cv.Type == c.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// detectDeclared applies a declared layout: owner, holder and times from
+// the groups; holders of a hash, zset or set; certain (or the layout's
+// cap) when every companion exists, else likely; the fence checked
+// against its counter.
+func (d *detection) detectDeclared(m declaredMatch) {
+	dl := m.layout
+	conf := dl.Confidence
+	for _, c := range dl.Companions {
+		k := m.expand(c.Key, d.key, d.v)
+		cv, ok := d.comp[k]
+		there := ok && cv.Exists() && (c.Type == "" || cv.Type == c.Type)
+		if !there && !c.Required && conf == Certain {
+			conf = Likely // a required one that is missing is another's absence, not this one's
+		}
+		d.used[k] = there || !c.Optional
+		if there && c.Role == RoleQueue && cv.Type == "list" {
+			d.lock.Waiters = append([]string{}, cv.Items...)
+		}
+	}
+	d.setLayout(dl.Name, conf)
+	switch dl.Type {
+	case "string":
+		d.setOwner(d.v.Bytes)
+	case "hash":
+		d.setOwner([]byte(d.v.Fields[0][0]))
+		if n, ok := parseInt(m.groups["count"]); ok {
+			d.lock.HoldCount = ptr(n)
+		}
+		if len(d.v.Fields) > 1 {
+			d.declaredHashHolders(dl)
+		}
+	default:
+		d.declaredMembers(dl)
+	}
+	if o := m.groups["owner"]; o != "" && dl.Type != "zset" && dl.Type != "set" {
+		d.setOwner([]byte(o))
+	}
+	d.holderGroups(m.groups)
+	if dl.JobID != "" {
+		d.holder().JobID = m.expand(dl.JobID, d.key, d.v)
+	}
+	if dl.IssuesFence {
+		d.declaredFence(m.groups["fence"])
+	}
+}
+
+// holderGroups copies the named groups into the holder.
+func (d *detection) holderGroups(g map[string]string) {
+	set := func(dst *string, name string) {
+		if x := g[name]; x != "" {
+			*dst = x
+		}
+	}
+	if len(g) == 0 || d.lock.Holders != nil {
+		return
+	}
+	h := d.holder()
+	set(&h.ClientID, "holder")
+	set(&h.Host, "host")
+	set(&h.Thread, "thread")
+	set(&h.JobID, "job_id")
+	set(&h.Metadata, "metadata")
+	if pid, ok := parseInt(g["pid"]); ok {
+		h.PID = pid
+	}
+	if t, ok := groupTime(g["acquired_at"]); ok {
+		h.AcquiredAt = rfc3339ms(t)
+	}
+	if t, ok := groupTime(g["expires_at"]); ok {
+		h.ValueExpiresAt = rfc3339ms(t)
+	}
+	if *h == (Holder{}) {
+		d.lock.Holder = nil
+	}
+}
+
+// groupTime reads a time group: Unix s, ms or µs, or RFC 3339.
+func groupTime(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	if t, _, ok := parseTime(s); ok {
+		return t, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+// declaredHashHolders lists every field of a hash as a holder.
+func (d *detection) declaredHashHolders(dl *Declared) {
+	for _, f := range d.v.Fields {
+		g, _ := groupsOf(dl.field, f[0], true)
+		if dl.fieldValue != nil {
+			gv, _ := groupsOf(dl.fieldValue, f[1], true)
+			for k, x := range gv {
+				g[k] = x
+			}
+		}
+		acq := int64(0)
+		if t, ok := groupTime(g["acquired_at"]); ok {
+			acq = t.UnixMilli()
+		}
+		d.addHolder(f[0], "", acq, 0)
+		if n, ok := parseInt(g["count"]); ok {
+			d.lock.Holders[len(d.lock.Holders)-1].HoldCount = ptr(n)
+		}
+	}
+	d.inUse(true, false)
+}
+
+// declaredMembers lists a zset's, list's or set's members as holders: a
+// zset's score its deadline or acquire time; members with the same owner
+// group are one holder with that many permits.
+func (d *detection) declaredMembers(dl *Declared) {
+	step := 1
+	if dl.Type == "zset" {
+		step = 2
+	}
+	index := map[string]int{}
+	lastLive := false
+	for i := 0; i+step-1 < len(d.v.Items); i += step {
+		g, _ := groupsOf(dl.member, d.v.Items[i], true)
+		owner := d.v.Items[i]
+		if o := g["owner"]; o != "" {
+			owner = o
+		}
+		if h, seen := index[owner]; seen {
+			d.lock.Holders[h].Permits++
+			continue
+		}
+		var acq, exp int64
+		if step == 2 {
+			ms, _ := dl.scoreMS(d.v.Items[i+1])
+			if dl.Score == "deadline" {
+				exp = ms
+			} else {
+				acq = ms
+			}
+		}
+		index[owner] = len(d.lock.Holders)
+		d.addHolder(owner, "", acq, exp)
+		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
+	}
+	if dl.Score == "deadline" {
+		d.memberTTL = true
+		d.inUse(lastLive, true)
+		d.staleHolders()
+		return
+	}
+	d.inUse(lastLive, dl.Type != "zset")
+}
+
+// declaredFence checks a declared layout's token against its counter.
+func (d *detection) declaredFence(token string) {
+	d.fenced = true
+	key, cv, ok := d.fenceCounter()
+	f := &Fence{CounterKey: key}
+	d.lock.Fence = f
+	if n, err := strconv.ParseInt(token, 10, 64); err == nil {
+		f.Value = ptr(n)
+	}
+	if !ok {
+		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist", key)
+		return
+	}
+	n, isInt := incrInt(cv.Bytes)
+	if !isInt {
+		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
+		return
+	}
+	f.Counter = ptr(n)
+	if f.Value != nil && n < *f.Value {
+		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", *f.Value, n, key)
+	}
+}

@@ -1,0 +1,285 @@
+package inspect_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/redis/go-redis/v9"
+)
+
+const billingLayouts = `layouts:
+  - name: billing-lock
+    library: our billing service (Go)
+    key: "billing:lock:*"
+    value: '(?P<fence>[0-9]+)\|(?P<holder>[a-z0-9-]+)\|(?P<owner>[0-9a-f]{32})'
+    fence: true
+    companions:
+      - role: fence_counter
+        key: "{key}:seq"
+`
+
+// TestDeclaredLayout: a layout declared in a file gets the same detection,
+// findings and JSON as a built-in one (issue 27 item 4).
+func TestDeclaredLayout(t *testing.T) {
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(billingLayouts))
+	must(t, err)
+	c := client(t)
+	k := "billing:lock:{" + t.Name() + "}" // the counter {key}:seq shares its slot
+	token := randHex(16)
+	must(t, c.Set(ctx, k, "7|worker-3|"+token, 30*time.Second).Err())
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	l := readOne(t, c, k, opts)
+	if l.Layout.Name != "billing-lock" || l.Layout.Confidence != inspect.Likely || l.Owner != token || l.Holder.ClientID != "worker-3" || l.Fence == nil || *l.Fence.Value != 7 {
+		t.Errorf("without its counter: layout %+v owner %q holder %+v fence %+v", l.Layout, l.Owner, l.Holder, l.Fence)
+	}
+	if codes(l) != "NO_FENCE:warning" {
+		t.Errorf("without its counter: findings %s", codes(l))
+	}
+	must(t, c.Set(ctx, k+":seq", "7", 0).Err())
+	if l := readOne(t, c, k, opts); l.Layout.Confidence != inspect.Certain || codes(l) != "" || *l.Fence.Counter != 7 {
+		t.Errorf("with its counter: layout %+v fence %+v findings %s", l.Layout, l.Fence, codes(l))
+	}
+	must(t, c.Set(ctx, k+":seq", "5", 0).Err())
+	if l := readOne(t, c, k, opts); codes(l) != "FENCE_MISMATCH:error" {
+		t.Errorf("counter behind the token: findings %s", codes(l))
+	}
+	must(t, c.Persist(ctx, k).Err())
+	must(t, c.Set(ctx, k+":seq", "7", 0).Err())
+	if l := readOne(t, c, k, opts); codes(l) != "NO_TTL:error" {
+		t.Errorf("no TTL: findings %s", codes(l))
+	}
+}
+
+// TestDeclaredCompanionByName: a key a layout's companion template names is
+// that layout's companion, with no findings, whether or not the lock
+// exists: the counter outlives the lock (issue 27 polish, item 1). The
+// built-in layouts' companions go by the same rule.
+func TestDeclaredCompanionByName(t *testing.T) {
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(billingLayouts))
+	must(t, err)
+	c := client(t)
+	k := "billing:lock:{" + t.Name() + "}"
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	must(t, c.Set(ctx, k+":seq", "7", 0).Err())
+	must(t, c.Set(ctx, k, "7|worker-3|"+randHex(16), 30*time.Second).Err())
+	for _, when := range []string{"with the lock", "after the lock expired"} {
+		l := readOne(t, c, k+":seq", opts)
+		if l.Layout.Name != "billing-lock" || l.Role != inspect.RoleFence || codes(l) != "" {
+			t.Errorf("%s: layout %+v role %q findings %s; want billing-lock fence_counter, none", when, l.Layout, l.Role, codes(l))
+		}
+		must(t, c.Del(ctx, k).Err())
+	}
+	must(t, c.Set(ctx, k+":seq", "not a number", 0).Err())
+	if l := readOne(t, c, k+":seq", opts); l.Role != "" {
+		t.Errorf("a value INCR cannot raise: role %q, want none", l.Role)
+	}
+	for key, want := range map[string]string{
+		"redisson_lock_token:{" + t.Name() + "}": "redisson-fenced " + inspect.RoleFence,
+		"lock-signal:" + t.Name():                "python-redis-lock " + inspect.RoleSignal,
+		"redisson_lock_queue:{" + t.Name() + "}": "redisson-fair " + inspect.RoleQueue,
+	} {
+		if strings.HasPrefix(key, "redisson_lock_token") {
+			must(t, c.Set(ctx, key, "3", 0).Err())
+		} else {
+			must(t, c.RPush(ctx, key, "1").Err())
+		}
+		if l := readOne(t, c, key, inspect.Options{}); l.Layout.Name+" "+l.Role != want || codes(l) != "" {
+			t.Errorf("%s: %s %s, findings %s; want %s", key, l.Layout.Name, l.Role, codes(l), want)
+		}
+	}
+}
+
+// TestParseLayoutsErrors: each mistake is one line naming the file, the
+// line, the value and what is accepted.
+func TestParseLayoutsErrors(t *testing.T) {
+	entry := func(s string) string { return "layouts:\n  - name: x\n    key: \"a:*\"\n    value: '.+'\n" + s }
+	for in, want := range map[string]string{
+		"layouts: 3\n":                   "layouts.yaml:1: want a mapping with one key, layouts",
+		"layout:\n  - name: x\n":         "layouts.yaml:1: want a mapping with one key, layouts",
+		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: companions, confidence, fence, field, field_value, job_id, key, library, member, name, role, score, size, type, unit, value",
+		entry("    fence: yes please\n"): `layouts.yaml:5: layouts[0]: fence is "yes please" (a string); want true or false`,
+		entry("    fence: true\n"):       "layouts.yaml:5: layouts[0]: fence: true needs a companion with role fence_counter",
+		entry("    type: blob\n"):        `layouts.yaml:5: layouts[0]: type "blob"; accepted: string, hash, zset, list, set`,
+		entry("    size: -3\n"):          "layouts.yaml:5: layouts[0]: size is -3 (a whole number); want the value's length in bytes, a whole number from 1 to 65536",
+		entry("    type: zset\n"):        "layouts.yaml:2: layouts[0]: type zset needs member (member, score, unit)",
+		entry("    member: '.+'\n"):      "layouts.yaml:5: layouts[0]: member is not a field of type string; it takes value, size",
+		"layouts:\n  - name: x\n    type: zset\n    key: \"a:*\"\n    member: '.+'\n    score: soon\n    unit: ms\n": `layouts.yaml:6: layouts[0]: score "soon"; accepted: deadline, acquired`,
+		"layouts:\n  - name: x\n    type: hash\n    key: \"a:*\"\n    field: '(?P<boss>.+)'\n":                       `layouts.yaml:5: layouts[0]: field: named group "boss"; accepted: owner, fence, holder, acquired_at`,
+		"layouts:\n  - name: x\n    key: \"a:*\"\n    value: '(?P<who>.+)'\n":                                        "layouts.yaml:4: layouts[0]: value: named group \"who\"; accepted: owner, fence, holder, acquired_at",
+		"layouts:\n  - name: x\n    key: \"a:*\"\n    value: '(+'\n":                                                 "layouts.yaml:4: layouts[0]: value \"(+\" is no regular expression (missing argument to repetition operator); accepted: RE2 syntax",
+		"layouts:\n  - name: x\n    key: \"a:*\"\n    value: '[a-z)'\n":                                              `layouts.yaml:4: layouts[0]: value "[a-z)" is no regular expression (missing closing ]); accepted: RE2 syntax, https://github.com/google/re2/wiki/Syntax`,
+		"layouts:\n  - name: x\n    key: \"a:*\"\n    value: 'a)|(b'\n":                                              `layouts.yaml:4: layouts[0]: value "a)|(b" is no regular expression (unexpected ))`,
+		"layouts:\n  - name: redsync\n    key: \"a:*\"\n    value: '.+'\n":                                           "layouts.yaml:2: layouts[0]: name \"redsync\" is a built-in layout's",
+		"layouts:\n  - name: x\n    key: \"a:[ab]\"\n    value: '.+'\n":                                              "layouts.yaml:3: layouts[0]: key \"a:[ab]\": only * and ? are globs here",
+		"layouts:\n  - name: x\n    value: '.+'\n":                                                                   "layouts.yaml:2: layouts[0]: key is missing; name and key are required",
+		"layouts:\n  - value: '.+'\n":                                                                                `layouts.yaml:2: layouts[0]: name and key are missing; name and key are required`,
+		entry("    library: {a: b}\n"):                                                                               "layouts.yaml:5: layouts[0]: library is a mapping; want text",
+		"layouts:\n  - name: [1, 2]\n    key: \"a:*\"\n    value: '.+'\n":                                            "layouts.yaml:2: layouts[0]: name is a list; want text",
+		"layouts:\n  - ~\n":    "layouts.yaml:2: layouts[0]: is null; want a mapping with name, key, value",
+		"layouts:\n  - 5\n":    "layouts.yaml:2: layouts[0]: is 5 (a whole number); want a mapping with name, key, value",
+		entry("    type: 5\n"): "layouts.yaml:5: layouts[0]: type is 5 (a whole number); accepted: string, hash",
+		entry("    companions: [{role: fence_counter}]\n"):       "layouts.yaml:5: layouts[0]: companions[0]: key is missing; want a mapping with role and key (text)",
+		entry("    companions: [fence_counter]\n"):               `layouts.yaml:5: layouts[0]: companions[0] is "fence_counter" (a string); want a mapping with role and key`,
+		"layouts:\n  - name: x\n    key: \"a:*\"\n    name: y\n": "layouts.yaml:4: layouts[0].name: duplicate field (first on line 2)",
+		"layouts: []\n---\nlayouts: []\n":                        "layouts.yaml:2: a second YAML document (---); a file holds one list of layouts",
+		"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n": "layouts.yaml:5: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
+		"layouts:\n" + strings.Repeat("  - {}\n", 20001):                         "layouts.yaml:1: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
+		entry("    companions:\n      - role: boss\n        key: \"{key}:b\"\n"): "layouts.yaml:5: layouts[0]: companions[0]: role \"boss\"; accepted: fence_counter",
+		entry("    companions:\n      - {role: job, key: x, kind: hash}\n"):      "layouts.yaml:5: layouts[0]: companions[0]: unknown field kind; accepted: key, optional, required, role, type",
+		entry("  - name: x\n    key: \"b:*\"\n    value: '.+'\n"):                "layouts.yaml:5: layouts[1]: name \"x\" is declared twice for type string",
+		"layouts:\n  - name: x\n    key: \"a:*\n":                                "layouts.yaml:3:",
+	} {
+		_, err := inspect.ParseLayouts("layouts.yaml", []byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %v, want one line beginning %q", in, err, want)
+		}
+	}
+}
+
+// TestParseLayoutsEveryMistake: a file with several mistakes gets one line
+// for each, in the file's order.
+func TestParseLayoutsEveryMistake(t *testing.T) {
+	in := "layouts:\n  - name: a\n    key: \"a:*\"\n    value: '(+'\n    colour: red\n  - name: b\n    type: zset\n    key: \"b:*\"\n    member: '.+'\n    score: deadline\n    unit: h\n"
+	_, err := inspect.ParseLayouts("layouts.yaml", []byte(in))
+	want := []string{
+		"layouts.yaml:5: layouts[0]: unknown field colour;",
+		`layouts.yaml:11: layouts[1]: unit "h"; accepted: ms, s`,
+	}
+	lines := strings.Split(fmt.Sprint(err), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("error %v: want %d lines", err, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d %q, want it to begin %q", i+1, lines[i], w)
+		}
+	}
+}
+
+// TestBuiltinLayouts: the embedded built-in layouts pass the loader and
+// checks a user's file goes through, and each name has a row in Layouts.
+func TestBuiltinLayouts(t *testing.T) {
+	// The file is parsed on first use: a mistake in it panics here.
+	inspect.Analyze("x", inspect.Value{Type: "string", PTTL: 1000, Bytes: []byte("v")}, nil, inspect.Options{})
+	data, err := os.ReadFile("builtin_layouts.yaml")
+	must(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		name, ok := strings.CutPrefix(strings.TrimSpace(line), "- name: ")
+		if ok && !slices.ContainsFunc(inspect.Layouts, func(l inspect.LayoutInfo) bool { return l.Name == name }) {
+			t.Errorf("built-in layout %q has no row in inspect.Layouts", name)
+		}
+	}
+}
+
+const typedLayouts = `layouts:
+  - name: report-reentrant
+    type: hash
+    key: "reports:lock:*"
+    field: '(?P<holder>[a-z0-9-]+)/(?P<owner>[0-9a-f]{16})'
+    field_value: '(?P<count>[0-9]+)'
+    companions:
+      - {role: signal, key: "reports:signal:{1}", type: list, optional: true}
+  - name: export-slots
+    type: zset
+    key: "exports:*:slots"
+    member: '(?P<owner>[a-z0-9-]+)#[0-9]+'
+    score: deadline
+    unit: ms
+  - name: report-reentrant
+    type: list
+    key: "reports:signal:*"
+    member: 'released'
+    role: signal
+  - name: doc-readers
+    type: set
+    key: "doc:readers:*"
+    member: '[a-z0-9.-]+:[0-9]+'
+  - name: job-claim
+    key: "claims:*:*"
+    value: '(?P<owner>[0-9a-f]{8})'
+    job_id: "{2}"
+    companions:
+      - {role: job, key: "jobs:{1}:{2}:{value}", type: hash, required: true}
+`
+
+// TestDeclaredTypes: hash, zset, list and set layouts a user declares get
+// their holders, roles and companions (issue 27 item 2).
+func TestDeclaredTypes(t *testing.T) {
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(typedLayouts))
+	must(t, err)
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	c := client(t)
+	n := t.Name()
+	now := time.Now()
+
+	must(t, c.HSet(ctx, "reports:lock:"+n, "worker-3/9f2c4e1a7b3d5f60", "2").Err())
+	must(t, c.PExpire(ctx, "reports:lock:"+n, 30*time.Second).Err())
+	l := readOne(t, c, "reports:lock:"+n, opts)
+	if l.Layout.Name != "report-reentrant" || l.Layout.Confidence != inspect.Likely || l.Owner != "9f2c4e1a7b3d5f60" || l.Holder.ClientID != "worker-3" || *l.HoldCount != 2 || len(l.Companions) != 0 {
+		t.Errorf("hash, no signal: %+v", l)
+	}
+	must(t, c.RPush(ctx, "reports:signal:"+n, "released").Err())
+	if l := readOne(t, c, "reports:lock:"+n, opts); l.Layout.Confidence != inspect.Certain || len(l.Companions) != 1 {
+		t.Errorf("hash with its signal: layout %+v companions %+v", l.Layout, l.Companions)
+	}
+	if l := readOne(t, c, "reports:signal:"+n, opts); l.Layout.Name != "report-reentrant" || l.Role != inspect.RoleSignal || len(l.Findings) != 0 {
+		t.Errorf("signal list: layout %+v role %q findings %v", l.Layout, l.Role, l.Findings)
+	}
+
+	z := "exports:" + n + ":slots"
+	must(t, c.ZAdd(ctx, z, redis.Z{Score: float64(now.Add(20 * time.Second).UnixMilli()), Member: "export-1#0"},
+		redis.Z{Score: float64(now.Add(20 * time.Second).UnixMilli()), Member: "export-1#1"},
+		redis.Z{Score: float64(now.Add(-5 * time.Second).UnixMilli()), Member: "export-2#0"}).Err())
+	l = readOne(t, c, z, inspect.Options{Declared: opts.Declared, Permits: 1})
+	if l.Layout.Name != "export-slots" || len(l.Holders) != 2 || l.Holders[1].Permits != 2 || !l.Holders[0].Expired || codes(l) != "STALE_HOLDERS:info,NO_FENCE:warning,OVER_ADMITTED:error" {
+		t.Errorf("zset: holders %+v findings %s", l.Holders, codes(l))
+	}
+
+	must(t, c.SAdd(ctx, "doc:readers:"+n, "web-1:4242").Err())
+	if l := readOne(t, c, "doc:readers:"+n, opts); l.Layout.Name != "doc-readers" || len(l.Holders) != 1 || l.Holders[0].Owner != "web-1:4242" || codes(l) != "NO_TTL:error,NO_FENCE:warning" {
+		t.Errorf("set: layout %+v holders %+v findings %s", l.Layout, l.Holders, codes(l))
+	}
+
+	k := "claims:" + n + ":job-7"
+	must(t, c.Set(ctx, k, "0badcafe", 30*time.Second).Err())
+	if l := readOne(t, c, k, opts); l.Layout.Name == "job-claim" {
+		t.Errorf("claim without its required job hash: layout %+v", l.Layout)
+	}
+	must(t, c.HSet(ctx, "jobs:"+n+":job-7:0badcafe", "state", "running").Err())
+	if l := readOne(t, c, k, opts); l.Layout.Name != "job-claim" || l.Holder.JobID != "job-7" || len(l.Companions) != 1 {
+		t.Errorf("claim with its job hash: layout %+v holder %+v companions %+v", l.Layout, l.Holder, l.Companions)
+	}
+}
+
+// FuzzParseLayouts: no layouts file makes the loader, or a lock matched
+// against what it accepted, panic; a mistake is an error, one line each.
+func FuzzParseLayouts(f *testing.F) {
+	f.Add([]byte(billingLayouts), "billing:lock:{a}", "1|w-1|0123456789abcdef0123456789abcdef")
+	f.Add([]byte(typedLayouts), "claims:a:b", "0badcafe")
+	f.Add([]byte("layouts:\n  - name: x\n    key: \"*{1}*\"\n    value: '(?P<owner>.*)'\n    job_id: '{1}{9}{value}'\n"), "a{1}b", "v")
+	f.Fuzz(func(t *testing.T, data []byte, key, value string) {
+		ds, err := inspect.ParseLayouts("l.yaml", data)
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !strings.HasPrefix(line, "l.yaml") {
+					t.Fatalf("error line %q does not name the file", line)
+				}
+			}
+			return
+		}
+		opts := inspect.Options{Declared: inspect.Compile(ds)}
+		for _, v := range []inspect.Value{
+			{Type: "string", PTTL: 1000, Bytes: []byte(value), Size: int64(len(value))},
+			{Type: "hash", PTTL: -1, Fields: [][2]string{{value, "1"}}, Size: 1},
+			{Type: "zset", PTTL: -1, Items: []string{value, "1700000000000"}, Size: 1},
+			{Type: "set", PTTL: -1, Items: []string{value}, Size: 1},
+		} {
+			inspect.Analyze(key, v, map[string]inspect.Value{}, opts)
+		}
+	})
+}

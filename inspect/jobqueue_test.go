@@ -1,0 +1,89 @@
+package inspect_test
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/inspect"
+	"github.com/redis/go-redis/v9"
+)
+
+// asynqKeyspace writes what asynq v0.25.1 keeps for queue q with one task
+// running under a unique lock (internal/base/base.go's keys;
+// internal/rdb/rdb.go enqueueUniqueCmd, dequeueCmd; heartbeat.go's server
+// and worker keys), and returns the task id, the unique key and the lease key.
+func asynqKeyspace(t *testing.T, c *redis.Client, q string) (string, string, string) {
+	t.Helper()
+	id := guid()
+	sum := md5.Sum([]byte(`{"order":42}`))
+	p := "asynq:{" + q + "}:"
+	unique := p + "unique:email:deliver:" + hex.EncodeToString(sum[:])
+	lease := p + "lease"
+	now := time.Now()
+	must(t, c.Set(ctx, unique, id, time.Hour).Err())
+	must(t, c.HSet(ctx, p+"t:"+id, "msg", "\x0a\x0demail:deliver", "state", "active", "unique_key", unique).Err())
+	must(t, c.LPush(ctx, p+"active", id).Err())
+	must(t, c.LPush(ctx, p+"pending", guid()).Err())
+	must(t, c.ZAdd(ctx, lease, redis.Z{Score: float64(now.Add(30 * time.Second).Unix()), Member: id}).Err())
+	must(t, c.ZAdd(ctx, p+"scheduled", redis.Z{Score: float64(now.Add(time.Hour).Unix()), Member: guid()}).Err())
+	must(t, c.Set(ctx, p+"processed", "17", 0).Err())
+	must(t, c.Set(ctx, p+"processed:"+now.UTC().Format("2006-01-02"), "3", 90*24*time.Hour).Err())
+	must(t, c.Set(ctx, p+"paused", strconv.FormatInt(now.Unix(), 10), 0).Err())
+	must(t, c.SAdd(ctx, "asynq:queues", q).Err())
+	srv := "{worker-1:4242:" + guid() + "}"
+	must(t, c.ZAdd(ctx, "asynq:servers", redis.Z{Score: float64(now.Add(10 * time.Second).Unix()), Member: "asynq:servers:" + srv}).Err())
+	must(t, c.Set(ctx, "asynq:servers:"+srv, "\x0a\x08worker-1\x10\x92\x21", 10*time.Second).Err())
+	must(t, c.HSet(ctx, "asynq:workers:"+srv, id, "\x0a\x08worker-1").Err())
+	must(t, c.Expire(ctx, "asynq:workers:"+srv, 10*time.Second).Err())
+	return id, unique, lease
+}
+
+// TestAsynq: the unique lock and the lease zset are named from asynq's
+// source, and nothing else asynq writes gets an error (issue 27 item 3).
+func TestAsynq(t *testing.T) {
+	c := client(t)
+	q := "q-" + t.Name()
+	id, unique, lease := asynqKeyspace(t, c, q)
+	u := readOne(t, c, unique, inspect.Options{})
+	if u.Layout.Name != "asynq-unique" || u.Layout.Confidence != inspect.Certain || u.Owner != id || u.Holder.JobID != id || u.Worst() == inspect.SeverityError {
+		t.Errorf("unique key: layout %+v owner %q holder %+v findings %s", u.Layout, u.Owner, u.Holder, codes(u))
+	}
+	l := readOne(t, c, lease, inspect.Options{})
+	if l.Layout.Name != "asynq-lease" || len(l.Holders) != 1 || l.Holders[0].Owner != id || l.Holders[0].Expired || hasFinding(l, inspect.FindingNoTTL) || l.Worst() == inspect.SeverityError {
+		t.Errorf("lease zset: layout %+v holders %+v findings %s", l.Layout, l.Holders, codes(l))
+	}
+	r := &inspect.Reader{Light: true, MaxValueBytes: inspect.ScanMaxValueBytes}
+	n := 0
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "asynq:*"}, func(l inspect.Lock) error {
+		n++
+		if l.Worst() == inspect.SeverityError {
+			t.Errorf("scan %s: layout %+v findings %v", l.Key, l.Layout, l.Findings)
+		}
+		return nil
+	}))
+	if n < 12 {
+		t.Errorf("scanned %d asynq keys, want 12 or more", n)
+	}
+}
+
+// TestJobLockValues: Bull's and BullMQ's job lock values (the conformance
+// suite runs the real libraries), certain beside the job hash.
+func TestJobLockValues(t *testing.T) {
+	c := client(t)
+	for value, want := range map[string]string{guid(): "bull", guid() + ":3": "bullmq"} {
+		job := "bull:q-" + t.Name() + ":" + want + ":17"
+		must(t, c.Set(ctx, job+":lock", value, 30*time.Second).Err())
+		l := readOne(t, c, job+":lock", inspect.Options{})
+		if l.Layout.Name != want || l.Layout.Confidence != inspect.Likely || l.Holder.JobID != "17" || l.Owner != value {
+			t.Errorf("%s: layout %+v holder %+v", value, l.Layout, l.Holder)
+		}
+		must(t, c.HSet(ctx, job, "data", "{}").Err())
+		// Bull's scripts touch both keys: on a cluster its prefix needs a {hash tag}.
+		if l := readOne(t, c, job+":lock", inspect.Options{}); l.Layout.Confidence != inspect.Certain || codes(l) != "NO_FENCE:warning,CROSS_SLOT:warning" {
+			t.Errorf("%s beside its job hash: layout %+v findings %s", value, l.Layout, codes(l))
+		}
+	}
+}

@@ -1,79 +1,10 @@
 package diagnose
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"net/netip"
 	"strconv"
 	"strings"
 )
-
-// tcpEntry is one line of /proc/net/tcp or tcp6.
-type tcpEntry struct {
-	local, peer  netip.AddrPort
-	state        string
-	sendQ, recvQ int64
-	inode        uint64
-}
-
-// tcpStates names the TCP states of /proc/net/tcp's "st" column
-// (include/net/tcp_states.h).
-var tcpStates = map[string]string{
-	"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
-	"05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
-	"09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING", "0C": "NEW_SYN_RECV",
-}
-
-// parseTCP reads the lines of /proc/net/tcp or tcp6 (proc_net_tcp(5)):
-// "sl local rem st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout
-// inode ..."; lines it cannot read are skipped.
-func parseTCP(text string) []tcpEntry {
-	var out []tcpEntry
-	for _, line := range strings.Split(text, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 10 || !strings.HasSuffix(f[0], ":") {
-			continue
-		}
-		local, ok1 := parseHexAddr(f[1])
-		peer, ok2 := parseHexAddr(f[2])
-		tx, rx, ok3 := strings.Cut(f[4], ":")
-		inode, err := strconv.ParseUint(f[9], 10, 64)
-		if !ok1 || !ok2 || !ok3 || err != nil {
-			continue
-		}
-		sq, _ := strconv.ParseInt(tx, 16, 64)
-		rq, _ := strconv.ParseInt(rx, 16, 64)
-		st := tcpStates[strings.ToUpper(f[3])]
-		if st == "" {
-			st = f[3]
-		}
-		out = append(out, tcpEntry{local: local, peer: peer, state: st, sendQ: sq, recvQ: rq, inode: inode})
-	}
-	return out
-}
-
-// parseHexAddr reads "0100007F:1F90" (IPv4) or 32 hex digits and a port
-// (IPv6): the address as 32-bit words in the kernel's (little-endian)
-// byte order, the port in hex. IPv4-mapped IPv6 addresses are unmapped.
-func parseHexAddr(s string) (netip.AddrPort, bool) {
-	a, p, ok := strings.Cut(s, ":")
-	if !ok {
-		return netip.AddrPort{}, false
-	}
-	port, err := strconv.ParseUint(p, 16, 16)
-	if err != nil {
-		return netip.AddrPort{}, false
-	}
-	b, err := hex.DecodeString(a)
-	if err != nil || (len(b) != 4 && len(b) != 16) {
-		return netip.AddrPort{}, false
-	}
-	for i := 0; i < len(b); i += 4 {
-		binary.BigEndian.PutUint32(b[i:], binary.LittleEndian.Uint32(b[i:]))
-	}
-	addr, _ := netip.AddrFromSlice(b)
-	return netip.AddrPortFrom(addr.Unmap(), uint16(port)), true
-}
 
 // procStat is what diagnose takes from /proc/PID/stat (proc_pid_stat(5)).
 type procStat struct {

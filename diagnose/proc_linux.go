@@ -7,11 +7,12 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/procnet"
 )
 
 // procNote is empty: /proc is there to read.
@@ -140,54 +141,21 @@ func (r *procReader) threads(dir string, note func(string, error)) []Thread {
 	return out
 }
 
-// socketFDs maps the socket inodes of /proc/PID/fd to their descriptors.
-func socketFDs(dir string) (map[uint64]int, error) {
-	entries, err := os.ReadDir(dir + "/fd")
-	if err != nil {
-		return nil, err
-	}
-	out := map[uint64]int{}
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		link, err := os.Readlink(dir + "/fd/" + e.Name())
-		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
-			if n, err := strconv.ParseUint(strings.TrimSuffix(inode, "]"), 10, 64); err == nil {
-				out[n] = fd
-			}
-		}
-	}
-	return out, nil
-}
-
 // connections are the TCP sockets of the process in its own network
 // namespace (/proc/PID/net), ordered by descriptor.
 func connections(dir string, note func(string, error)) []Conn {
-	fds, err := socketFDs(dir)
+	fds, err := procnet.SocketFDs(dir)
 	note("fd", err)
 	out := []Conn{}
 	if len(fds) == 0 {
 		return out
 	}
-	for _, e := range tcpTable(dir + "/net") {
-		if fd, ok := fds[e.inode]; ok {
-			out = append(out, Conn{FD: fd, Local: e.local.String(), Peer: e.peer.String(), State: e.state, SendQueue: e.sendQ, RecvQueue: e.recvQ})
+	for _, e := range procnet.Table(dir + "/net") {
+		if fd, ok := fds[e.Inode]; ok {
+			out = append(out, Conn{FD: fd, Local: e.Local.String(), Peer: e.Peer.String(), State: e.State, SendQueue: e.SendQ, RecvQueue: e.RecvQ})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].FD < out[j].FD })
-	return out
-}
-
-// tcpTable reads tcp and tcp6 of a /proc net directory.
-func tcpTable(netDir string) []tcpEntry {
-	var out []tcpEntry
-	for _, name := range []string{"tcp", "tcp6"} {
-		if b, err := os.ReadFile(filepath.Join(netDir, name)); err == nil {
-			out = append(out, parseTCP(string(b))...)
-		}
-	}
 	return out
 }
 
@@ -262,7 +230,7 @@ func socketOwners() (map[[2]netip.AddrPort]int, int) {
 	byInode := map[uint64]int{}
 	hidden := 0
 	for _, pid := range pids() {
-		fds, err := socketFDs("/proc/" + strconv.Itoa(pid))
+		fds, err := procnet.SocketFDs("/proc/" + strconv.Itoa(pid))
 		if err != nil {
 			hidden++
 			continue
@@ -272,9 +240,9 @@ func socketOwners() (map[[2]netip.AddrPort]int, int) {
 		}
 	}
 	out := map[[2]netip.AddrPort]int{}
-	for _, e := range tcpTable("/proc/net") {
-		if pid, ok := byInode[e.inode]; ok {
-			out[[2]netip.AddrPort{e.local, e.peer}] = pid
+	for _, e := range procnet.Table("/proc/net") {
+		if pid, ok := byInode[e.Inode]; ok {
+			out[[2]netip.AddrPort{e.Local, e.Peer}] = pid
 		}
 	}
 	return out, hidden

@@ -136,7 +136,9 @@ func (t *trial) inject(ctx context.Context, p planned) {
 	case FaultRestart:
 		f.Note = "redis-server restarted empty"
 		start = time.Now()
-		if err := t.scratch.Restart(ctx, restartWait); err != nil {
+		// A begun restart runs to its end even when the trial ends meanwhile:
+		// a server left down would turn the workers' stop into another fault.
+		if err := t.scratch.Restart(context.WithoutCancel(ctx), restartWait); err != nil {
 			f.Note = fmt.Sprintf("restart failed: %v", err)
 		}
 	}

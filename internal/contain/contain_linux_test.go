@@ -104,10 +104,8 @@ func TestTreeReachesHelpersInOtherSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, pid := range append(pids, c.Process.Pid) {
-				if !paused(s, tr, pid) {
-					p, _ := readStat(pid)
-					t.Errorf("pid %d not paused: state %c", pid, p.state)
-				}
+				// Its SIGSTOP is pending once Pause returns: a starved CPU shows state T when it next runs the process.
+				waitFor(t, "paused (state T, or frozen): pid "+strconv.Itoa(pid), func() bool { return paused(s, tr, pid) })
 			}
 			if err := tr.Continue(); err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +30,7 @@ func TestDeclaredLayout(t *testing.T) {
 	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(billingLayouts))
 	must(t, err)
 	c := client(t)
-	k := "billing:lock:{" + t.Name() + "}" // the counter {key}:seq shares its slot
+	k := "billing:lock:{" + redistest.Name(t) + "}" // the counter {key}:seq shares its slot
 	token := randHex(16)
 	must(t, c.Set(ctx, k, "7|worker-3|"+token, 30*time.Second).Err())
 	opts := inspect.Options{Declared: inspect.Compile(ds)}
@@ -63,7 +64,7 @@ func TestDeclaredCompanionByName(t *testing.T) {
 	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(billingLayouts))
 	must(t, err)
 	c := client(t)
-	k := "billing:lock:{" + t.Name() + "}"
+	k := "billing:lock:{" + redistest.Name(t) + "}"
 	opts := inspect.Options{Declared: inspect.Compile(ds)}
 	must(t, c.Set(ctx, k+":seq", "7", 0).Err())
 	must(t, c.Set(ctx, k, "7|worker-3|"+randHex(16), 30*time.Second).Err())
@@ -79,9 +80,9 @@ func TestDeclaredCompanionByName(t *testing.T) {
 		t.Errorf("a value INCR cannot raise: role %q, want none", l.Role)
 	}
 	for key, want := range map[string]string{
-		"redisson_lock_token:{" + t.Name() + "}": "redisson-fenced " + inspect.RoleFence,
-		"lock-signal:" + t.Name():                "python-redis-lock " + inspect.RoleSignal,
-		"redisson_lock_queue:{" + t.Name() + "}": "redisson-fair " + inspect.RoleQueue,
+		"redisson_lock_token:{" + redistest.Name(t) + "}": "redisson-fenced " + inspect.RoleFence,
+		"lock-signal:" + redistest.Name(t):                "python-redis-lock " + inspect.RoleSignal,
+		"redisson_lock_queue:{" + redistest.Name(t) + "}": "redisson-fair " + inspect.RoleQueue,
 	} {
 		if strings.HasPrefix(key, "redisson_lock_token") {
 			must(t, c.Set(ctx, key, "3", 0).Err())
@@ -214,7 +215,7 @@ func TestDeclaredTypes(t *testing.T) {
 	must(t, err)
 	opts := inspect.Options{Declared: inspect.Compile(ds)}
 	c := client(t)
-	n := t.Name()
+	n := redistest.Name(t)
 	now := time.Now()
 
 	must(t, c.HSet(ctx, "reports:lock:"+n, "worker-3/9f2c4e1a7b3d5f60", "2").Err())

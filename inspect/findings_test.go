@@ -28,7 +28,7 @@ func codes(l inspect.Lock) string {
 // TestFindings triggers every finding code on a real Redis.
 func TestFindings(t *testing.T) {
 	c := client(t)
-	p := "t:" + t.Name() + ":"
+	p := "t:" + redistest.Name(t) + ":"
 	lockctlValue := func(fence int64) string { return lockcore.FormatValue(fence, lockcore.NewOwnerToken()) }
 	cases := []struct {
 		name  string
@@ -113,7 +113,7 @@ func TestFindings(t *testing.T) {
 // Case 1 (shared/cases.md): SETNX then EXPIRE, crash in between.
 func TestCase1SetnxWithoutExpire(t *testing.T) {
 	c := client(t)
-	k := "horizon:lock:x:" + t.Name()
+	k := "horizon:lock:x:" + redistest.Name(t)
 	must(t, c.SetNX(ctx, k, "1", 0).Err())
 	l := readOne(t, c, k, inspect.Options{})
 	if l.PTTLMS != -1 || findingSeverity(l, inspect.FindingNoTTL) != inspect.SeverityError || !hasFinding(l, inspect.FindingConstantOwner) {
@@ -124,7 +124,7 @@ func TestCase1SetnxWithoutExpire(t *testing.T) {
 // Case 4: extend adds instead of sets: after renewal n PTTL is 10000+2000n.
 func TestCase4ExtendAdds(t *testing.T) {
 	c := client(t)
-	k := "lock:" + t.Name()
+	k := "lock:" + redistest.Name(t)
 	must(t, c.Set(ctx, k, lockcore.FormatValue(1, lockcore.NewOwnerToken()), 10*time.Second).Err())
 	must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 1, 0).Err())
 	for n := int64(1); n <= 450; n++ { // every 8 s the holder adds 10 s to the 2 s left
@@ -140,7 +140,7 @@ func TestCase4ExtendAdds(t *testing.T) {
 // watch part is in watch_test.go).
 func TestCase5Redisson(t *testing.T) {
 	c := client(t)
-	k := "concurrent-test2:" + t.Name()
+	k := "concurrent-test2:" + redistest.Name(t)
 	must(t, c.HIncrBy(ctx, k, "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
 	must(t, c.PExpire(ctx, k, 30*time.Second).Err())
 	l := readOne(t, c, k, inspect.Options{})
@@ -152,7 +152,7 @@ func TestCase5Redisson(t *testing.T) {
 // Case 8: token compared as text vs bytes: raw bytes decide.
 func TestCase8TokenBytes(t *testing.T) {
 	c := client(t)
-	k := "lock:x:" + t.Name()
+	k := "lock:x:" + redistest.Name(t)
 	token := lockcore.NewOwnerToken()
 	must(t, c.Set(ctx, k, token, 30*time.Second).Err())
 	asText := readOne(t, c, k, inspect.Options{ExpectOwner: []byte(token)})
@@ -179,7 +179,7 @@ func TestCase8TokenBytes(t *testing.T) {
 // "41:<token>" held by <token> is OWNED either way, and no part of it else.
 func TestExpectOwnerWholeValue(t *testing.T) {
 	c := client(t)
-	k := "lock:OrderId:" + t.Name()
+	k := "lock:OrderId:" + redistest.Name(t)
 	token := lockcore.NewOwnerToken()
 	must(t, c.Set(ctx, k, "41:"+token, 30*time.Second).Err())
 	for expect, want := range map[string]string{token: "OWNED", "41:" + token: "OWNED", "41": "NOT_OWNED", "41:": "NOT_OWNED", "42:" + token: "NOT_OWNED"} {
@@ -231,7 +231,7 @@ func TestCase9CrossSlot(t *testing.T) {
 // Case 10: milliseconds given as seconds: a 120 ms lease.
 func TestCase10SubsecondLease(t *testing.T) {
 	c := client(t)
-	k := "cron:" + t.Name()
+	k := "cron:" + redistest.Name(t)
 	must(t, c.Set(ctx, k, lockcore.NewOwnerToken(), 120*time.Millisecond).Err())
 	l := readOne(t, c, k, inspect.Options{})
 	if !hasFinding(l, inspect.FindingSubsecondLease) {
@@ -242,7 +242,7 @@ func TestCase10SubsecondLease(t *testing.T) {
 // Case 11: data written into the lock key.
 func TestCase11DataInLockKey(t *testing.T) {
 	c := client(t)
-	k := "resource:" + t.Name()
+	k := "resource:" + redistest.Name(t)
 	must(t, c.Set(ctx, k, "testNewValue", 0).Err())
 	l := readOne(t, c, k, inspect.Options{ExpectOwner: []byte("HOST-01")})
 	if codes(l) != "NO_TTL:error,NOT_A_LOCK:warning" || l.OwnerCheck != "NOT_OWNED" {
@@ -253,7 +253,7 @@ func TestCase11DataInLockKey(t *testing.T) {
 // A 10 MB value is read in part, flagged, and does not panic.
 func TestHugeValueTruncated(t *testing.T) {
 	c := client(t)
-	k := "t:" + t.Name()
+	k := "t:" + redistest.Name(t)
 	must(t, c.Set(ctx, k, bytes.Repeat([]byte("x"), 10<<20), time.Minute).Err())
 	l := readOne(t, c, k, inspect.Options{})
 	if !l.Truncated || l.ValueBytes != 10<<20 || len(l.Owner) > 256 {
@@ -265,7 +265,7 @@ func TestHugeValueTruncated(t *testing.T) {
 // gets its hex in key_hex.
 func TestNonUTF8(t *testing.T) {
 	c := client(t)
-	k := "t:\xff" + t.Name()
+	k := "t:\xff" + redistest.Name(t)
 	must(t, c.Set(ctx, k, "\xc3\x28\xa0\xa1", time.Minute).Err())
 	l := readOne(t, c, k, inspect.Options{})
 	if l.Owner != "" || l.OwnerHex != "c328a0a1" || !hasFinding(l, inspect.FindingBinaryValue) {
@@ -279,14 +279,14 @@ func TestNonUTF8(t *testing.T) {
 // Companion keys met by a scan are named, not reported as broken locks.
 func TestCompanionKeys(t *testing.T) {
 	c := client(t)
-	fence := "{lock:" + t.Name() + "}:fence"
+	fence := "{lock:" + redistest.Name(t) + "}:fence"
 	must(t, c.Set(ctx, fence, 12, 0).Err())
 	l := readOne(t, c, fence, inspect.Options{})
 	if l.Role != inspect.RoleFence || l.Layout.Name != "lockctl" || len(l.Findings) != 0 {
 		t.Errorf("fence counter: role %q layout %v findings %s", l.Role, l.Layout, codes(l))
 	}
-	must(t, c.RPush(ctx, "lock-signal:"+t.Name(), 1).Err())
-	if l := readOne(t, c, "lock-signal:"+t.Name(), inspect.Options{}); l.Role != inspect.RoleSignal || len(l.Findings) != 0 {
+	must(t, c.RPush(ctx, "lock-signal:"+redistest.Name(t), 1).Err())
+	if l := readOne(t, c, "lock-signal:"+redistest.Name(t), inspect.Options{}); l.Role != inspect.RoleSignal || len(l.Findings) != 0 {
 		t.Errorf("signal list: role %q findings %s", l.Role, codes(l))
 	}
 }
@@ -298,7 +298,7 @@ func TestCompanionKeys(t *testing.T) {
 func TestFenceOverflow(t *testing.T) {
 	c := client(t)
 	for _, fence := range []string{"9223372036854775808", "18446744073709551616"} {
-		k := "t:" + t.Name() + ":" + fence
+		k := "t:" + redistest.Name(t) + ":" + fence
 		must(t, c.Set(ctx, k, fence+":"+lockcore.NewOwnerToken(), 20*time.Second).Err())
 		must(t, c.Set(ctx, lockcore.FenceKeyFor(k), 2, 0).Err())
 		l := readOne(t, c, k, inspect.Options{})
@@ -320,7 +320,7 @@ func TestFenceCounterIncrRefuses(t *testing.T) {
 		fence   int64
 		counter string
 	}{{5, " 5"}, {5, "+5"}, {5, "05"}, {5, "5\n"}, {math.MaxInt64, "9223372036854775807"}} {
-		k := fmt.Sprintf("t:%s:%d", t.Name(), i)
+		k := fmt.Sprintf("t:%s:%d", redistest.Name(t), i)
 		must(t, c.Set(ctx, k, lockcore.FormatValue(tc.fence, owner), 20*time.Second).Err())
 		must(t, c.Set(ctx, lockcore.FenceKeyFor(k), tc.counter, 0).Err())
 		// The claim the finding makes: an acquire on this counter fails.
@@ -334,7 +334,7 @@ func TestFenceCounterIncrRefuses(t *testing.T) {
 		}
 	}
 	// A counter INCR can raise, equal to the holder's fence: no finding.
-	k := "t:" + t.Name() + ":ok"
+	k := "t:" + redistest.Name(t) + ":ok"
 	must(t, c.Set(ctx, k, lockcore.FormatValue(math.MaxInt64-1, owner), 20*time.Second).Err())
 	must(t, c.Set(ctx, lockcore.FenceKeyFor(k), math.MaxInt64-1, 0).Err())
 	if l := readOne(t, c, k, inspect.Options{}); codes(l) != "" || l.Fence.Counter == nil || *l.Fence.Counter != math.MaxInt64-1 {
@@ -372,7 +372,7 @@ func TestFenceReacquiredBetweenReads(t *testing.T) {
 	admin := s.Client(t)
 	for _, reacquire := range []bool{true, false} {
 		for _, light := range []bool{false, true} {
-			k := fmt.Sprintf("t:%s:%v:%v", t.Name(), reacquire, light)
+			k := fmt.Sprintf("t:%s:%v:%v", redistest.Name(t), reacquire, light)
 			keys := lockcore.Keys{Lock: k, Fence: lockcore.FenceKeyFor(k)}
 			l, err := lockcore.NewLocker(admin).Acquire(ctx, keys, 20*time.Second)
 			must(t, err)
@@ -438,14 +438,14 @@ func TestFenceFromTimeAfterRestart(t *testing.T) {
 func TestSubsecondOnlyWhenSet(t *testing.T) {
 	t.Parallel()
 	c := client(t)
-	k := "t:" + t.Name() + ":healthy"
+	k := "t:" + redistest.Name(t) + ":healthy"
 	must(t, c.Set(ctx, k, "5f2b8c1d9e3a4b6c7d8e9f0a1b2c3d4e", 3*time.Second).Err())
 	time.Sleep(2200 * time.Millisecond) // nothing touches the key, as between redlock's extensions
 	l := readOne(t, c, k, inspect.Options{})
 	if l.PTTLMS >= 1000 || l.IdleSeconds == nil || *l.IdleSeconds < 1 || hasFinding(l, inspect.FindingSubsecondLease) {
 		t.Errorf("pttl %d idle %v findings %s: a lease set at 3s is healthy near its end", l.PTTLMS, l.IdleSeconds, codes(l))
 	}
-	fresh := "t:" + t.Name() + ":fresh"
+	fresh := "t:" + redistest.Name(t) + ":fresh"
 	must(t, c.Set(ctx, fresh, "5f2b8c1d9e3a4b6c7d8e9f0a1b2c3d4e", time.Duration(l.PTTLMS)*time.Millisecond).Err())
 	if l := readOne(t, c, fresh, inspect.Options{}); !hasFinding(l, inspect.FindingSubsecondLease) {
 		t.Errorf("a key just set with %dms: findings %s, want SUBSECOND_LEASE", l.PTTLMS, codes(l))

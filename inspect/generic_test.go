@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -14,7 +15,7 @@ import (
 // whatever library wrote them (issue 27, docs/findings.md "Severity").
 func TestGenericShapes(t *testing.T) {
 	c := client(t)
-	p := "g:" + t.Name() + ":"
+	p := "g:" + redistest.Name(t) + ":"
 	now := time.Now()
 	cases := []struct {
 		name, key string
@@ -82,7 +83,7 @@ func TestGenericShapes(t *testing.T) {
 // Case 1 stays: an integer under a lock's name with no TTL is a lock value.
 func TestCounterUnderLockName(t *testing.T) {
 	c := client(t)
-	k := "horizon:lock:x:" + t.Name()
+	k := "horizon:lock:x:" + redistest.Name(t)
 	must(t, c.Set(ctx, k, "1", 0).Err())
 	if l := readOne(t, c, k, inspect.Options{}); codes(l) != "NO_TTL:error,CONSTANT_OWNER:warning" || l.Role != "" {
 		t.Errorf("findings %s role %q", codes(l), l.Role)

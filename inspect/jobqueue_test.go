@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,7 +46,7 @@ func asynqKeyspace(t *testing.T, c *redis.Client, q string) (string, string, str
 // source, and nothing else asynq writes gets an error (issue 27 item 3).
 func TestAsynq(t *testing.T) {
 	c := client(t)
-	q := "q-" + t.Name()
+	q := "q-" + redistest.Name(t)
 	id, unique, lease := asynqKeyspace(t, c, q)
 	u := readOne(t, c, unique, inspect.Options{})
 	if u.Layout.Name != "asynq-unique" || u.Layout.Confidence != inspect.Certain || u.Owner != id || u.Holder.JobID != id || u.Worst() == inspect.SeverityError {
@@ -74,7 +75,7 @@ func TestAsynq(t *testing.T) {
 func TestJobLockValues(t *testing.T) {
 	c := client(t)
 	for value, want := range map[string]string{guid(): "bull", guid() + ":3": "bullmq"} {
-		job := "bull:q-" + t.Name() + ":" + want + ":17"
+		job := "bull:q-" + redistest.Name(t) + ":" + want + ":17"
 		must(t, c.Set(ctx, job+":lock", value, 30*time.Second).Err())
 		l := readOne(t, c, job+":lock", inspect.Options{})
 		if l.Layout.Name != want || l.Layout.Confidence != inspect.Likely || l.Holder.JobID != "17" || l.Owner != value {

@@ -91,7 +91,7 @@ func findingSeverity(l inspect.Lock, code string) inspect.Severity {
 // detected layout and confidence.
 func TestLayouts(t *testing.T) {
 	c := client(t)
-	n := func(t *testing.T) string { return strings.ReplaceAll(t.Name(), "/", "_") }
+	n := func(t *testing.T) string { return strings.ReplaceAll(redistest.Name(t), "/", "_") }
 	acquiredAt := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
 	cases := []struct {
 		name       string

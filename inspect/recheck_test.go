@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/inspect"
+	"github.com/lockctl/lockctl/internal/redistest"
 )
 
 // A 3s lease read in its last second just after another read (idle 0),
@@ -24,7 +25,7 @@ func TestRecheckSubsecondSeesTheRenewal(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			k := "t:" + t.Name()
+			k := "t:" + redistest.Name(t)
 			must(t, c.Set(ctx, k, "5f2b8c1d9e3a4b6c7d8e9f0a1b2c3d4e", 900*time.Millisecond).Err())
 			must(t, c.Get(ctx, k).Err()) // a watch's read: idle 0 whatever the lease
 			done := make(chan error, 1)

@@ -71,12 +71,13 @@ func TestScan(t *testing.T) {
 
 func TestGlobEscape(t *testing.T) {
 	c := client(t)
-	weird := "t:" + t.Name() + ":a*b?c[d]e\\f"
+	weird := "t:" + redistest.Name(t) + ":a*b?c[d]e\\f"
 	must(t, c.Set(ctx, weird, "v", time.Minute).Err())
-	must(t, c.Set(ctx, "t:"+t.Name()+":aXbYc[d]e\\f", "v", time.Minute).Err())
+	must(t, c.Set(ctx, "t:"+redistest.Name(t)+":aXbYc[d]e\\f", "v", time.Minute).Err())
 	var got []string
 	r := &inspect.Reader{}
-	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape("a*b?c[d]e\\f") + "*"}, func(l inspect.Lock) error {
+	own := inspect.GlobEscape("t:" + redistest.Name(t) + ":") // not a past run's keys (-count=2)
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: own + "*" + inspect.GlobEscape("a*b?c[d]e\\f") + "*"}, func(l inspect.Lock) error {
 		got = append(got, l.Key)
 		return nil
 	}))
@@ -84,10 +85,10 @@ func TestGlobEscape(t *testing.T) {
 		t.Errorf("literal match found %q", got)
 	}
 	// Bytes that are not UTF-8 are matched as they are, not as U+FFFD.
-	binary := "t:" + t.Name() + ":x\xffy:z"
+	binary := "t:" + redistest.Name(t) + ":x\xffy:z"
 	must(t, c.Set(ctx, binary, "v", time.Minute).Err())
 	got = nil
-	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: "*" + inspect.GlobEscape("x\xffy") + "*"}, func(l inspect.Lock) error {
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: own + "*" + inspect.GlobEscape("x\xffy") + "*"}, func(l inspect.Lock) error {
 		got = append(got, l.Key)
 		return nil
 	}))
@@ -100,7 +101,7 @@ func TestGlobEscape(t *testing.T) {
 // strings, hashes, lists and missing keys apart.
 func TestLightRead(t *testing.T) {
 	c := client(t)
-	p := "t:" + t.Name() + ":"
+	p := "t:" + redistest.Name(t) + ":"
 	must(t, c.Set(ctx, p+"s", lockcore.FormatValue(1, lockcore.NewOwnerToken()), time.Minute).Err())
 	must(t, c.Set(ctx, p+"empty", "", time.Minute).Err())
 	must(t, c.HIncrBy(ctx, p+"h", "ea0fb3b6-09e2-4393-9e82-3b822e5e76c3:1", 1).Err())
@@ -126,7 +127,7 @@ func TestLightRead(t *testing.T) {
 func TestReadRefused(t *testing.T) {
 	s := redistest.Shared(t)
 	admin := s.Client(t)
-	p := "t:" + t.Name() + ":"
+	p := "t:" + redistest.Name(t) + ":"
 	lock := p + "lock"
 	must(t, admin.Set(ctx, lock, lockcore.FormatValue(3, lockcore.NewOwnerToken()), time.Minute).Err())
 	must(t, admin.Set(ctx, lockcore.FenceKeyFor(lock), 3, 0).Err())
@@ -143,7 +144,7 @@ func TestReadRefused(t *testing.T) {
 		{"nofencekey", []any{"~" + lock, "+@read", "+@connection"}, lock, `TYPE "` + lockcore.FenceKeyFor(lock) + `": NOPERM`},
 		{"nokey", []any{"~" + p + "other", "+@read", "+@connection"}, lock, `TYPE "` + lock + `": NOPERM`},
 	} {
-		user := t.Name() + "-" + tc.user
+		user := redistest.Name(t) + "-" + tc.user
 		must(t, admin.Do(ctx, append([]any{"acl", "setuser", user, "reset", "on", ">pw"}, tc.acl...)...).Err())
 		t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", user) })
 		c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
@@ -163,7 +164,7 @@ func TestReadRefused(t *testing.T) {
 	// An ACL scoped to the lock keys refuses the companions probed for a
 	// layout (redisson_lock_token:{...}): they count as not there. Only a
 	// lockctl fence counter is needed (the "nofencekey" case above).
-	scoped := t.Name() + "-scoped"
+	scoped := redistest.Name(t) + "-scoped"
 	must(t, admin.Do(ctx, "acl", "setuser", scoped, "reset", "on", ">pw", "~"+p+"*", "+@read", "+@connection").Err())
 	t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", scoped) })
 	sc := redis.NewClient(&redis.Options{Addr: s.Addr, Username: scoped, Password: "pw"})
@@ -173,7 +174,7 @@ func TestReadRefused(t *testing.T) {
 	}
 	// NOPERM on PEXPIRETIME and OBJECT only leaves the expiry estimated
 	// and the idle time out.
-	user := t.Name() + "-nopexpiretime"
+	user := redistest.Name(t) + "-nopexpiretime"
 	must(t, admin.Do(ctx, "acl", "setuser", user, "reset", "on", ">pw", "~*", "+@read", "+@connection", "-pexpiretime", "-object").Err())
 	t.Cleanup(func() { admin.Do(ctx, "acl", "deluser", user) })
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, Username: user, Password: "pw"})
@@ -217,7 +218,7 @@ func (h *vanishHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestVanishedBetweenReads(t *testing.T) {
 	s := redistest.Shared(t)
 	admin := s.Client(t)
-	p := "t:" + t.Name() + ":"
+	p := "t:" + redistest.Name(t) + ":"
 	for _, typ := range []string{"hash", "list", "set", "zset"} {
 		k := p + typ
 		for _, light := range []bool{false, true} {

@@ -96,7 +96,7 @@ func inUse(l inspect.Lock) int64 {
 
 func TestRedisSemaphore(t *testing.T) {
 	c := client(t)
-	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	key := "semaphore:" + strings.ReplaceAll(redistest.Name(t), "/", "_")
 	crashed, a, b := guid(), guid(), guid()
 	// crashed took a permit 12 s ago and never refreshed; a and b hold.
 	semaphoreAcquire(t, c, key, 12*time.Second, crashed)
@@ -140,7 +140,7 @@ func TestRedisSemaphore(t *testing.T) {
 
 func TestRedisMultiSemaphore(t *testing.T) {
 	c := client(t)
-	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	key := "semaphore:" + strings.ReplaceAll(redistest.Name(t), "/", "_")
 	multi, single := guid(), guid()+"-worker7" // identifierSuffix "worker7"
 	semaphoreAcquire(t, c, key, 3*time.Second, multiMembers(multi, 3)...)
 	semaphoreAcquire(t, c, key, time.Second, single)
@@ -161,7 +161,7 @@ func TestRedisMultiSemaphore(t *testing.T) {
 // all when the oldest read is live.
 func TestSemaphoreBoundedRead(t *testing.T) {
 	c := client(t)
-	key := "semaphore:" + strings.ReplaceAll(t.Name(), "/", "_")
+	key := "semaphore:" + strings.ReplaceAll(redistest.Name(t), "/", "_")
 	ids := make([]string, 1000)
 	for i := range ids {
 		ids[i] = guid()
@@ -178,7 +178,7 @@ func TestSemaphoreBoundedRead(t *testing.T) {
 
 func TestSymfonyLock(t *testing.T) {
 	c := client(t)
-	n := strings.ReplaceAll(t.Name(), "/", "_")
+	n := strings.ReplaceAll(redistest.Name(t), "/", "_")
 	t.Run("write", func(t *testing.T) {
 		key, tok := "sf:w:"+n, symfonyToken()
 		symfonySave(t, c, key, tok, true, 300*time.Second) // initialTtl 300.0
@@ -225,7 +225,7 @@ func TestSymfonyLock(t *testing.T) {
 
 func TestRedissonPermitExpirableSemaphore(t *testing.T) {
 	c := client(t)
-	name := strings.ReplaceAll(t.Name(), "/", "_")
+	name := strings.ReplaceAll(redistest.Name(t), "/", "_")
 	timeout := "{" + name + "}:timeout" // suffixName(name, "timeout")
 	// trySetPermits(3), then acquire(2 s lease) and acquire() without one:
 	// DECRBY 1 each, ZADD <now+lease ms | 922337203685477> <16 id bytes>.
@@ -253,7 +253,7 @@ func TestRedissonPermitExpirableSemaphore(t *testing.T) {
 
 func TestRedissonReadWriteHolders(t *testing.T) {
 	c := client(t)
-	n := strings.ReplaceAll(t.Name(), "/", "_")
+	n := strings.ReplaceAll(redistest.Name(t), "/", "_")
 	u1, u2, u3 := guid(), guid(), guid()
 	// RedissonReadLock.tryLockInnerAsync: HSET mode read, HINCRBY
 	// "<uuid>:<threadId>" per hold, SET "{name}:<uuid>:<threadId>:rwlock_timeout:<n>"
@@ -294,7 +294,7 @@ func TestRedissonReadWriteHolders(t *testing.T) {
 // holders; otherwise a zset, WRONG_TYPE at info. Never an error (issue 27).
 func TestZsetNoLayout(t *testing.T) {
 	c := client(t)
-	n := strings.ReplaceAll(t.Name(), "/", "_")
+	n := strings.ReplaceAll(redistest.Name(t), "/", "_")
 	keys := map[string][]redis.Z{
 		"leaderboard:" + n:        {{Score: 10, Member: "alice"}, {Score: 20, Member: "bob"}},
 		"semaphore:" + n:          {{Score: 3, Member: guid()}},                                    // a score no clock gives
@@ -342,7 +342,7 @@ func TestWatchOverAdmitted(t *testing.T) {
 func TestRedissonPermitsCounterOverflow(t *testing.T) {
 	c := client(t)
 	for _, counter := range []string{"9223372036854775807", "-5"} {
-		name := strings.ReplaceAll(t.Name(), "/", "_") + counter
+		name := strings.ReplaceAll(redistest.Name(t), "/", "_") + counter
 		timeout := "{" + name + "}:timeout"
 		must(t, c.Set(ctx, name, counter, 0).Err())
 		id := make([]byte, 16)
@@ -408,7 +408,7 @@ func (h *pipeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestRedissonPermitsCounterAlone(t *testing.T) {
 	s := redistest.Shared(t)
 	c := s.Client(t)
-	n := strings.ReplaceAll(t.Name(), "/", "_")
+	n := strings.ReplaceAll(redistest.Name(t), "/", "_")
 	sem, braced := "t:"+n+":sem", "{t:"+n+"}:braced"
 	timeouts := map[string]string{sem: "{" + sem + "}:timeout", braced: braced + ":timeout"}
 	for name, timeout := range timeouts {

@@ -134,7 +134,7 @@ func TestDeriveEventFields(t *testing.T) {
 // taken over and released.
 func TestWatchRealRedis(t *testing.T) {
 	c := client(t)
-	k := "t:" + t.Name()
+	k := "t:" + redistest.Name(t)
 	r := &inspect.Reader{}
 	d := inspect.NewDiffer(inspect.WatchOptions{})
 	var evs []inspect.Event
@@ -168,7 +168,7 @@ func TestWatchCutDuringPause(t *testing.T) {
 	srv := redistest.Start(t)
 	c, admin := srv.Client(t), srv.Client(t)
 	cutter := srv.Client(t)
-	k := "t:" + t.Name()
+	k := "t:" + redistest.Name(t)
 	r := &inspect.Reader{}
 	d := inspect.NewDiffer(inspect.WatchOptions{})
 	var evs []inspect.Event
@@ -204,7 +204,7 @@ func TestWatchCutDuringPause(t *testing.T) {
 // COMPANION_GONE when it goes, never ACQUIRED or RELEASED (issue 27 item 5).
 func TestWatchCompanion(t *testing.T) {
 	c := client(t)
-	k := "lock-signal:" + t.Name()
+	k := "lock-signal:" + redistest.Name(t)
 	r := &inspect.Reader{}
 	d := inspect.NewDiffer(inspect.WatchOptions{})
 	var kinds []string
@@ -222,7 +222,7 @@ func TestWatchCompanion(t *testing.T) {
 	sample()
 	must(t, c.Del(ctx, k).Err())
 	sample()
-	fence := "{lock:" + t.Name() + "}:fence"
+	fence := "{lock:" + redistest.Name(t) + "}:fence"
 	d = inspect.NewDiffer(inspect.WatchOptions{})
 	k = fence
 	must(t, c.Incr(ctx, fence).Err())

@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 func testKeys(t *testing.T) Keys {
-	ks, err := NewKeySpec("OrderId", "t:"+t.Name()+":{value}", "", false)
+	ks, err := NewKeySpec("OrderId", "t:"+redistest.Name(t)+":{value}", "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

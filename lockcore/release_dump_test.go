@@ -16,7 +16,7 @@ func TestReleaseDump(t *testing.T) {
 	ctx := context.Background()
 	rdb := redistest.Shared(t).Client(t)
 	lk := NewLocker(rdb)
-	key := "t:" + t.Name() + ":hash"
+	key := "t:" + redistest.Name(t) + ":hash"
 	rdb.HSet(ctx, key, "3f1e:1", "1")
 	dump := rdb.Dump(ctx, key).Val()
 
@@ -52,7 +52,7 @@ func TestReleaseDump(t *testing.T) {
 func TestReleaseDumpDenied(t *testing.T) {
 	ctx := context.Background()
 	admin, rdb := clientWithout(t, "dump")
-	key := "t:" + t.Name() + ":hash"
+	key := "t:" + redistest.Name(t) + ":hash"
 	admin.HSet(ctx, key, "f", "v")
 	dump := admin.Dump(ctx, key).Val()
 	if err := NewLocker(rdb).ReleaseDump(ctx, key, dump); err == nil || errors.Is(err, ErrNotHeld) {

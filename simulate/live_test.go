@@ -27,6 +27,7 @@ func TestLiveAgreesWithModel(t *testing.T) {
 	if err := client.Set(ctx, sentinel, "untouched", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { client.Del(ctx, sentinel) }) // the db holds only it, run after run
 	for _, name := range []string{"stale-writer", "unsafe-release", "renewal-loss", "crash-recovery"} {
 		info := Builtins()[indexOf(name)]
 		for _, g := range []Guards{AllGuards(), AllGuards().With(info.Guard, false)} {
@@ -38,7 +39,7 @@ func TestLiveAgreesWithModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prefix := "lockctl:sim:{" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + name + "}:"
+			prefix := "lockctl:sim:{" + strings.ReplaceAll(redistest.Name(t), "/", "_") + "-" + name + "}:"
 			// Live runs are real goroutines on a shared machine: a scheduling
 			// delay longer than LiveTolerance can show as a finding. A run
 			// that agrees within 3 attempts shows the live mode reproduces the
@@ -97,7 +98,7 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 			want := ViolationCodes(model.Violations)
 			for attempt := 1; attempt <= 3; attempt++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
+				live, err := RunLive(ctx, sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + redistest.Name(t) + "}:"})
 				cancel()
 				if err != nil {
 					t.Fatal(err)
@@ -119,7 +120,7 @@ func TestLiveFilesFollowTheModel(t *testing.T) {
 func TestLivePrefixKeys(t *testing.T) {
 	client := redistest.Shared(t).Client(t)
 	ctx := context.Background()
-	prefix := "lockctl:sim:{" + t.Name() + "}:"
+	prefix := "lockctl:sim:{" + redistest.Name(t) + "}:"
 	sc, err := Builtin("stale-writer", AllGuards(), Overrides{})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestLiveEvents(t *testing.T) {
 		want := byActor(model.Events)
 		var got map[string][]string
 		for attempt := 1; attempt <= 3 && !maps.EqualFunc(got, want, slices.Equal); attempt++ {
-			live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
+			live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + redistest.Name(t) + "}:"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +243,7 @@ func TestLiveFences(t *testing.T) {
 		}
 		agreed := false
 		for attempt := 1; attempt <= 3 && !agreed; attempt++ {
-			live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + t.Name() + "}:"})
+			live, err := RunLive(context.Background(), sc, LiveOptions{Client: client, TimeScale: 0.01, Prefix: "lockctl:sim:{" + redistest.Name(t) + "}:"})
 			if err != nil {
 				t.Fatal(err)
 			}

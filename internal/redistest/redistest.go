@@ -118,7 +118,35 @@ func Shared(tb testing.TB) *Server {
 	return sharedSrv
 }
 
-// Key returns a key unique to the test: "t:<test name>:<suffix>".
+// Key returns a key unique to the test: "t:<Name>:<suffix>".
 func Key(tb testing.TB, suffix string) string {
-	return "t:" + tb.Name() + ":" + suffix
+	return "t:" + Name(tb) + ":" + suffix
+}
+
+var (
+	namesMu sync.Mutex
+	names   = map[testing.TB]string{}
+	runs    = map[string]int{} // how many times each test name began
+)
+
+// Name is tb.Name(), made unique in this process for the keys a test
+// writes on the shared server: a test run again (go test -count=2) gets
+// "<name>#2", "#3"..., so that it does not find the last run's keys.
+func Name(tb testing.TB) string {
+	namesMu.Lock()
+	defer namesMu.Unlock()
+	if n, ok := names[tb]; ok {
+		return n
+	}
+	n := tb.Name()
+	if runs[n]++; runs[n] > 1 {
+		n = fmt.Sprintf("%s#%d", n, runs[n])
+	}
+	names[tb] = n
+	tb.Cleanup(func() {
+		namesMu.Lock()
+		delete(names, tb)
+		namesMu.Unlock()
+	})
+	return n
 }

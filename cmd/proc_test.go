@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -14,6 +16,37 @@ import (
 type proc struct {
 	*exec.Cmd
 	stdout, stderr bytes.Buffer
+}
+
+// released is lockctl built as released (no -race, no test harness), once
+// per test run, in a directory TestMain removes.
+var released struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// releasedLockctl returns the path of lockctl built as released. The
+// memory tests measure it: the race detector's own memory grows with the
+// machine's load (inspect -o yaml over 30,000 locks: 120-250 MB with
+// -race, 44 MB released), and the release is what users run.
+func releasedLockctl(t *testing.T) string {
+	t.Helper()
+	released.once.Do(func() {
+		if released.dir, released.err = os.MkdirTemp("", "lockctl-released-"); released.err != nil {
+			return
+		}
+		path := filepath.Join(released.dir, "lockctl")
+		if b, err := exec.Command("go", "build", "-o", path, "..").CombinedOutput(); err != nil {
+			released.err = errors.New("go build: " + err.Error() + "\n" + string(b))
+			return
+		}
+		released.path = path
+	})
+	if released.err != nil {
+		t.Fatal(released.err)
+	}
+	return released.path
 }
 
 // startLockctl starts `lockctl args...` against the server at url.

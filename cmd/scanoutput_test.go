@@ -28,42 +28,47 @@ func fillLocks(t *testing.T, rdb *redis.Client, prefix string, n int) {
 
 // Peak memory of inspect --pattern -o json and -o yaml does not grow with
 // the number of locks: the document is streamed from sorted runs instead
-// of built whole (1M keys took 6.4 GB as json, 6.7 GB as yaml). 80,000
-// locks against 10,000 (30,000 for yaml, slower to write; all past the
-// 4 MiB kept in memory), side by side: the whole document grew with them
-// (json 300 MB at 80,000, yaml 2.8 GB); streamed the peaks stay within 1.5
-// times of each other.
+// of built whole (1M keys took 6.4 GB as json, 6.7 GB as yaml). json:
+// 80,000 locks against 20,000; yaml, slower to write: 30,000 against
+// 10,000. The whole document grew with them (json 300 MB at 80,000, yaml
+// 2.8 GB); streamed the peaks stay within 1.5 times of each other. The
+// smaller sets are past the sorter's 4 MiB in memory: released, json took
+// 36 MB at 10,000 locks, then 46 MB from 20,000 on (50 MB at 240,000).
+// Each peak is the lower of two runs: beside two CPU burners, a run now and
+// then peaks higher (yaml 65-71 MB against 40-54 MB, at 10,000 locks as at
+// 30,000: the GC fell behind a burst of allocation on a starved CPU;
+// GODEBUG=gctrace=1 showed a 42-49 MB heap).
 func TestScanOutputBounded(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	fillLocks(t, rdb, "few", 10000)
-	fillLocks(t, rdb, "many", 80000)
-	fillLocks(t, rdb, "many:yaml", 30000) // YAML is slow to write: fewer
-	for _, format := range []string{"json", "yaml"} {
-		sizes := map[string]int{"few": 10000, "many": 80000}
-		if format == "yaml" {
-			sizes = map[string]int{"few": 10000, "many:yaml": 30000}
-		}
+	sizes := map[string]int{"few": 10000, "mid": 20000, "many": 80000, "many:yaml": 30000}
+	for prefix, n := range sizes {
+		fillLocks(t, rdb, prefix, n)
+	}
+	for _, c := range []struct {
+		format, few, many string
+	}{{"json", "mid", "many"}, {"yaml", "few", "many:yaml"}} {
 		peak := map[string]int64{}
-		for prefix, n := range sizes {
-			p, code, rss := runPeak(t, srv.URL(), "inspect", "--pattern", prefix+":[0-9]*", "-o", format)
-			mark := `"key": "` + prefix + `:`
-			if format == "yaml" {
-				mark = "  - key: " + prefix + ":"
+		for _, prefix := range []string{c.few, c.many} {
+			for range 2 { // the lower of two runs: a spike is the GC's, not the size's
+				p, code, rss := runPeak(t, srv.URL(), "inspect", "--pattern", prefix+":[0-9]*", "-o", c.format)
+				mark := `"key": "` + prefix + `:`
+				if c.format == "yaml" {
+					mark = "  - key: " + prefix + ":"
+				}
+				if got := strings.Count(p.stdout.String(), mark); code != 0 || got != sizes[prefix] {
+					t.Fatalf("-o %s over %d locks: exit %d, %d locks printed: %.300s", c.format, sizes[prefix], code, got, p.stderr.String())
+				}
+				if peak[prefix] == 0 || rss < peak[prefix] {
+					peak[prefix] = rss
+				}
 			}
-			if got := strings.Count(p.stdout.String(), mark); code != 0 || got != n {
-				t.Fatalf("-o %s over %d locks: exit %d, %d locks printed: %.300s", format, n, code, got, p.stderr.String())
-			}
-			peak[prefix] = rss
 		}
-		many := "many"
-		if format == "yaml" {
-			many = "many:yaml"
-		}
-		t.Logf("-o %s: peak RSS %d MB at %d locks, %d MB at %d", format, peak["few"]>>20, sizes["few"], peak[many]>>20, sizes[many])
-		if peak[many]*2 >= peak["few"]*3 {
-			t.Errorf("-o %s: peak RSS %d MB over %d locks, want under 1.5 times the %d MB over %d", format, peak[many]>>20, sizes[many], peak["few"]>>20, sizes["few"])
+		few, many := peak[c.few], peak[c.many]
+		t.Logf("-o %s: peak RSS %d MB at %d locks, %d MB at %d", c.format, few>>20, sizes[c.few], many>>20, sizes[c.many])
+		if many*2 >= few*3 {
+			t.Errorf("-o %s: peak RSS %d MB over %d locks, want under 1.5 times the %d MB over %d", c.format, many>>20, sizes[c.many], few>>20, sizes[c.few])
 		}
 	}
 }

@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 	if testCommands[filepath.Base(os.Args[0])] == nil {
 		restoreSignalsForChildren()
 	}
-	os.Exit(testscript.RunMain(m, testCommands))
+	code := testscript.RunMain(m, testCommands)
+	if released.dir != "" {
+		_ = os.RemoveAll(released.dir)
+	}
+	os.Exit(code)
 }
 
 // restoreSignalsForChildren gives the processes the tests start SIGHUP,

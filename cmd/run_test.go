@@ -159,6 +159,43 @@ func leaseLostArgs(pidFile, writes string) []string {
 		"--", "bash", "-c", `trap "" TERM; echo $$ > "$1"; while :; do echo "$EPOCHREALTIME" >> "$2"; sleep 0.01; done`, "bash", pidFile, writes}
 }
 
+// leaseLostKey is the key leaseLostArgs' run holds.
+const leaseLostKey = "lock:OrderId:order-demo-001"
+
+// startLeaseLost starts lockctl run with leaseLostArgs and returns it with
+// its child's pid once the child runs under the lease. Beside two CPU
+// burners, lockctl once lost its 600ms lease before the starved child ran
+// its first line, and killed it (1 of 3 full suites): the tests need a
+// child that ran under the lease, so such a run is logged and started
+// again, up to 3 times in all, once its key has expired.
+func startLeaseLost(t *testing.T, srv *redistest.Server, pidFile, writes string) (*proc, int) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile, writes)...)
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+				return p, readPID(t, pidFile)
+			}
+			if !alive(p.Process.Pid) {
+				break
+			}
+		}
+		if alive(p.Process.Pid) {
+			t.Fatalf("%s was not written in 20s", pidFile)
+		}
+		code := p.exit(t)
+		if attempt == 3 {
+			t.Fatalf("3 runs: lockctl exited (%d) before its child wrote its pid: %s", code, p.stderr.String())
+		}
+		t.Logf("run %d: lockctl exited (%d) before its child wrote its pid: %s", attempt, code, p.stderr.String())
+		rdb := srv.Client(t)
+		for end := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), leaseLostKey).Val() == 1 && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		_, _ = os.Remove(pidFile), os.Remove(writes)
+	}
+}
+
 // lastWrite is the time of the last line leaseLostArgs' child wrote.
 func lastWrite(t *testing.T, writes string) time.Time {
 	t.Helper()
@@ -210,12 +247,11 @@ func TestRunLeaseLostOverwritten(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	pidFile, writes := filepath.Join(dir, "pid"), filepath.Join(dir, "writes")
-	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile, writes)...)
-	pid := readPID(t, pidFile)
+	p, pid := startLeaseLost(t, srv, pidFile, writes)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	pttl := rdb.PTTL(ctx, "lock:OrderId:order-demo-001").Val()
-	rdb.Set(ctx, "lock:OrderId:order-demo-001", "99:another-owner", time.Minute)
+	pttl := rdb.PTTL(ctx, leaseLostKey).Val()
+	rdb.Set(ctx, leaseLostKey, "99:another-owner", time.Minute)
 	stderr := checkStoppedForLostLease(t, p, pid, writes, time.Now(), pttl, "the overwrite (limit: what the old lease had left)")
 	switch {
 	case strings.Contains(stderr, "lease lost: lock:OrderId:order-demo-001 is no longer ours"):
@@ -224,7 +260,7 @@ func TestRunLeaseLostOverwritten(t *testing.T) {
 	default:
 		t.Errorf("stderr: %s", stderr)
 	}
-	if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "99:another-owner" {
+	if v := rdb.Get(ctx, leaseLostKey).Val(); v != "99:another-owner" {
 		t.Errorf("the new owner's lock was touched: %q", v)
 	}
 }
@@ -233,8 +269,7 @@ func TestRunLeaseLostClientPause(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	pidFile, writes := filepath.Join(dir, "pid"), filepath.Join(dir, "writes")
-	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile, writes)...)
-	pid := readPID(t, pidFile)
+	p, pid := startLeaseLost(t, srv, pidFile, writes)
 	ctx := context.Background()
 	// Every renewal before now succeeded or the lease was already counting down:
 	// the lease cannot outlive paused + lease.
@@ -256,8 +291,7 @@ func TestRunLeaseLostServerKilled(t *testing.T) {
 	defer srv.Stop()
 	dir := t.TempDir()
 	pidFile, writes := filepath.Join(dir, "pid"), filepath.Join(dir, "writes")
-	p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile, writes)...)
-	pid := readPID(t, pidFile)
+	p, pid := startLeaseLost(t, srv, pidFile, writes)
 	killed := time.Now()
 	srv.Stop()
 	stderr := checkStoppedForLostLease(t, p, pid, writes, killed, lostLease, "the server died (limit: the lease)")
@@ -293,7 +327,7 @@ func TestRunBudget(t *testing.T) {
 	case !strings.Contains(stderr, "budget 3s reached; SIGTERM sent"):
 		t.Errorf("stderr: %s", stderr)
 	}
-	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+	if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
 		t.Error("lock not released")
 	}
 }
@@ -331,7 +365,7 @@ func TestRunHeld(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	rdb.Set(ctx, "lock:OrderId:order-demo-001", "41:0123456789abcdef0123456789abcdef", time.Minute)
+	rdb.Set(ctx, leaseLostKey, "41:0123456789abcdef0123456789abcdef", time.Minute)
 	p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--grace", "1s", "--", "true")
 	if code != cmd.ExitNotObtained {
 		t.Fatalf("exit %d, want %d", code, cmd.ExitNotObtained)
@@ -370,12 +404,12 @@ func TestRunHeld(t *testing.T) {
 		if code := w.exit(t); code != tc.code || w.stderr.String() != "lockctl: "+tc.says+"\n" {
 			t.Errorf("%s while waiting: exit %d (want %d), stderr %q", tc.sig, code, tc.code, w.stderr.String())
 		}
-		if v := rdb.Get(ctx, "lock:OrderId:order-demo-001").Val(); v != "41:0123456789abcdef0123456789abcdef" {
+		if v := rdb.Get(ctx, leaseLostKey).Val(); v != "41:0123456789abcdef0123456789abcdef" {
 			t.Errorf("%s: holder changed to %q", tc.sig, v)
 		}
 	}
 	// --wait outlasts the holder's TTL.
-	rdb.PExpire(ctx, "lock:OrderId:order-demo-001", 300*time.Millisecond)
+	rdb.PExpire(ctx, leaseLostKey, 300*time.Millisecond)
 	p, code = runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "5s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)
 	// The holder was written without a counter: the counter starts at the
 	// server's TIME in µs, far above the holder's 41.
@@ -434,7 +468,7 @@ func TestRunForwardsSignals(t *testing.T) {
 		if alive(pid) {
 			t.Errorf("%s: child still running", sig)
 		}
-		if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+		if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
 			t.Errorf("%s: lock not released", sig)
 		}
 	}
@@ -640,7 +674,7 @@ func TestRunClosedStderr(t *testing.T) {
 	if code := c.ProcessState.ExitCode(); code != cmd.ExitBudget {
 		t.Errorf("exit %d (%v), want %d", code, err, cmd.ExitBudget)
 	}
-	if srv.Client(t).Exists(context.Background(), "lock:OrderId:order-demo-001").Val() != 0 {
+	if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
 		t.Error("lock not released")
 	}
 }

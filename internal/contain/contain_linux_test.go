@@ -197,7 +197,8 @@ func TestTreeRestartsAfterKill(t *testing.T) {
 // Kill reaps it once the parent's death hands it to this process.
 func TestKillReapsAZombieAdoptedLate(t *testing.T) {
 	t.Parallel()
-	tr, c, pid := subreaperShell(t, `setsid true & echo $!; exec sleep 3004`)
+	// The helper ends once its parent is sleep: sh reaps a child that ends before its exec.
+	tr, c, pid := subreaperShell(t, `setsid sh -c 'until [ "$(cat /proc/$PPID/comm)" = sleep ]; do sleep 0.01; done' & echo $!; exec sleep 3004`)
 	waitFor(t, "a zombie of sleep", func() bool { p, ok := readStat(pid); return ok && p.state == 'Z' && p.ppid == c.Process.Pid })
 	tr.mu.Lock()
 	tr.walk(snapshot()) // what the subreaper's poll does between faults

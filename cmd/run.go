@@ -528,8 +528,11 @@ func (opts *RunOptions) say(e supervise.Event, conn *RedisConn, key string) {
 	case supervise.EventNoWatchdog:
 		fmt.Fprintf(w, "lockctl: warning: no watchdog (%s): should lockctl die, what the command started runs on without the lock\n", oneLine(e.Err))
 	case supervise.EventStopping:
-		fmt.Fprintf(w, "lockctl: %s; SIGTERM sent to the command, SIGKILL in %s\n",
-			oneLineText(stopReason(e.Cause, e.LastRenewErr, conn, opts.Lease, key)), lockcore.FormatDuration(e.KillIn))
+		then := "SIGTERM sent to the command, SIGKILL in " + lockcore.FormatDuration(e.KillIn)
+		if e.Late {
+			then = "lockctl acted past the time the lease can be proven (starved or stopped): no grace left, SIGTERM and SIGKILL sent to the command"
+		}
+		fmt.Fprintf(w, "lockctl: %s; %s\n", oneLineText(stopReason(e.Cause, e.LastRenewErr, conn, opts.Lease, key)), then)
 	case supervise.EventGraceKilled:
 		fmt.Fprintf(w, "lockctl: the command did not exit within the grace; SIGKILL sent\n")
 	case supervise.EventStoppedTooLong:

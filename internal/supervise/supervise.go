@@ -82,6 +82,10 @@ type Event struct {
 	Cause, LastRenewErr error
 	// KillIn is the time from SIGTERM to SIGKILL (EventStopping).
 	KillIn time.Duration
+	// Late: the cancel was handled past the lease's provable end, lockctl
+	// starved or stopped, so no grace was left: KillIn is 0 though Grace
+	// is not (EventStopping).
+	Late bool
 }
 
 // Result is how the child ended.

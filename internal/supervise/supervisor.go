@@ -154,7 +154,8 @@ func (s *supervisor) onWorkDone() {
 	wait := max(s.killAt.Sub(now), 0)
 	s.killTimer = time.NewTimer(wait)
 	s.kill = s.killTimer.C
-	s.notify(Event{Kind: EventStopping, Cause: s.cause, LastRenewErr: s.lastRenewErr, KillIn: wait.Round(time.Millisecond)})
+	s.notify(Event{Kind: EventStopping, Cause: s.cause, LastRenewErr: s.lastRenewErr, KillIn: wait.Round(time.Millisecond),
+		Late: wait == 0 && s.o.Grace > 0})
 }
 
 // onKill handles the grace's end: SIGKILL to the group.

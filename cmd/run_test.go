@@ -29,13 +29,19 @@ func waitFile(t *testing.T, path string) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second) // a bound, not a speed: a loaded machine starts lockctl slowly
 	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && bytes.HasSuffix(b, []byte("\n")) {
-			return string(b)
+		if b, ok := written(path); ok {
+			return b
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatalf("%s was not written", path)
 	return ""
+}
+
+// written returns path's content once it is not empty and ends a line.
+func written(path string) (string, bool) {
+	b, err := os.ReadFile(path)
+	return string(b), err == nil && bytes.HasSuffix(b, []byte("\n"))
 }
 
 // alive reports whether pid runs: it exists and is not a zombie (an orphan
@@ -133,7 +139,7 @@ func TestRunMutualExclusion(t *testing.T) {
 		t.Errorf("fences %d..%d over %d acquires, want consecutive", first, last, 2*rounds)
 	}
 	ctx := context.Background()
-	if n := srv.Client(t).Exists(ctx, "lock:OrderId:order-demo-001").Val(); n != 0 {
+	if n := srv.Client(t).Exists(ctx, orderDemoKey).Val(); n != 0 {
 		t.Error("lock left behind")
 	}
 	if f, _ := srv.Client(t).Get(ctx, "{lock:OrderId:order-demo-001}:fence").Int64(); f != last {
@@ -159,8 +165,9 @@ func leaseLostArgs(pidFile, writes string) []string {
 		"--", "bash", "-c", `trap "" TERM; echo $$ > "$1"; while :; do echo "$EPOCHREALTIME" >> "$2"; sleep 0.01; done`, "bash", pidFile, writes}
 }
 
-// leaseLostKey is the key leaseLostArgs' run holds.
-const leaseLostKey = "lock:OrderId:order-demo-001"
+// orderDemoKey is the key `lockctl run order-demo-001` holds (the default
+// key template).
+const orderDemoKey = "lock:OrderId:order-demo-001"
 
 // startLeaseLost starts lockctl run with leaseLostArgs and returns it with
 // its child's pid once the child runs under the lease. Beside two CPU
@@ -173,7 +180,7 @@ func startLeaseLost(t *testing.T, srv *redistest.Server, pidFile, writes string)
 	for attempt := 1; ; attempt++ {
 		p := startLockctl(t, srv.URL(), leaseLostArgs(pidFile, writes)...)
 		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
-			if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			if _, ok := written(pidFile); ok {
 				return p, readPID(t, pidFile)
 			}
 			if !alive(p.Process.Pid) {
@@ -189,7 +196,7 @@ func startLeaseLost(t *testing.T, srv *redistest.Server, pidFile, writes string)
 		}
 		t.Logf("run %d: lockctl exited (%d) before its child wrote its pid: %s", attempt, code, p.stderr.String())
 		rdb := srv.Client(t)
-		for end := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), leaseLostKey).Val() == 1 && time.Now().Before(end); {
+		for end := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), orderDemoKey).Val() == 1 && time.Now().Before(end); {
 			time.Sleep(10 * time.Millisecond)
 		}
 		_, _ = os.Remove(pidFile), os.Remove(writes)
@@ -254,8 +261,8 @@ func TestRunLeaseLostOverwritten(t *testing.T) {
 	p, pid := startLeaseLost(t, srv, pidFile, writes)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	pttl := rdb.PTTL(ctx, leaseLostKey).Val()
-	rdb.Set(ctx, leaseLostKey, "99:another-owner", time.Minute)
+	pttl := rdb.PTTL(ctx, orderDemoKey).Val()
+	rdb.Set(ctx, orderDemoKey, "99:another-owner", time.Minute)
 	stderr := checkStoppedForLostLease(t, p, pid, writes, time.Now(), pttl, "the overwrite (limit: what the old lease had left)")
 	switch {
 	case strings.Contains(stderr, "lease lost: lock:OrderId:order-demo-001 is no longer ours"):
@@ -264,7 +271,7 @@ func TestRunLeaseLostOverwritten(t *testing.T) {
 	default:
 		t.Errorf("stderr: %s", stderr)
 	}
-	if v := rdb.Get(ctx, leaseLostKey).Val(); v != "99:another-owner" {
+	if v := rdb.Get(ctx, orderDemoKey).Val(); v != "99:another-owner" {
 		t.Errorf("the new owner's lock was touched: %q", v)
 	}
 }
@@ -333,7 +340,7 @@ func TestRunBudget(t *testing.T) {
 	case !strings.Contains(stderr, "budget 3s reached; SIGTERM sent"):
 		t.Errorf("stderr: %s", stderr)
 	}
-	if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
+	if srv.Client(t).Exists(context.Background(), orderDemoKey).Val() != 0 {
 		t.Error("lock not released")
 	}
 }
@@ -371,7 +378,7 @@ func TestRunHeld(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	rdb := srv.Client(t)
-	rdb.Set(ctx, leaseLostKey, "41:0123456789abcdef0123456789abcdef", time.Minute)
+	rdb.Set(ctx, orderDemoKey, "41:0123456789abcdef0123456789abcdef", time.Minute)
 	p, code := runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--grace", "1s", "--", "true")
 	if code != cmd.ExitNotObtained {
 		t.Fatalf("exit %d, want %d", code, cmd.ExitNotObtained)
@@ -410,12 +417,12 @@ func TestRunHeld(t *testing.T) {
 		if code := w.exit(t); code != tc.code || w.stderr.String() != "lockctl: "+tc.says+"\n" {
 			t.Errorf("%s while waiting: exit %d (want %d), stderr %q", tc.sig, code, tc.code, w.stderr.String())
 		}
-		if v := rdb.Get(ctx, leaseLostKey).Val(); v != "41:0123456789abcdef0123456789abcdef" {
+		if v := rdb.Get(ctx, orderDemoKey).Val(); v != "41:0123456789abcdef0123456789abcdef" {
 			t.Errorf("%s: holder changed to %q", tc.sig, v)
 		}
 	}
 	// --wait outlasts the holder's TTL.
-	rdb.PExpire(ctx, leaseLostKey, 300*time.Millisecond)
+	rdb.PExpire(ctx, orderDemoKey, 300*time.Millisecond)
 	p, code = runLockctl(t, srv.URL(), "run", "order-demo-001", "--budget", "10s", "--wait", "5s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE"`)
 	// The holder was written without a counter: the counter starts at the
 	// server's TIME in µs, far above the holder's 41.
@@ -474,7 +481,7 @@ func TestRunForwardsSignals(t *testing.T) {
 		if alive(pid) {
 			t.Errorf("%s: child still running", sig)
 		}
-		if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
+		if srv.Client(t).Exists(context.Background(), orderDemoKey).Val() != 0 {
 			t.Errorf("%s: lock not released", sig)
 		}
 	}
@@ -680,7 +687,7 @@ func TestRunClosedStderr(t *testing.T) {
 	if code := c.ProcessState.ExitCode(); code != cmd.ExitBudget {
 		t.Errorf("exit %d (%v), want %d", code, err, cmd.ExitBudget)
 	}
-	if srv.Client(t).Exists(context.Background(), leaseLostKey).Val() != 0 {
+	if srv.Client(t).Exists(context.Background(), orderDemoKey).Val() != 0 {
 		t.Error("lock not released")
 	}
 }

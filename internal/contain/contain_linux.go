@@ -145,7 +145,8 @@ type Tree struct {
 // environment and, in cgroup mode, inside a fresh cgroup from its first
 // instruction (clone3 CLONE_INTO_CGROUP). A fresh one each time: Linux
 // 6.18 kills every process cloned into a cgroup that was cgroup.killed
-// before. It returns c.Start's error, or the cgroup's.
+// before. It returns c.Start's error, or the cgroup's; a cgroup made for a
+// command that did not start is removed.
 func (t *Tree) Start(c *exec.Cmd) error {
 	c.SysProcAttr = supervise.GroupAttr()
 	if c.Env == nil {
@@ -160,15 +161,20 @@ func (t *Tree) Start(c *exec.Cmd) error {
 		if err := makeCgroup(dir); err != nil {
 			return err
 		}
-		t.dir = dir
 		fd, err := os.Open(dir)
 		if err != nil {
+			_ = os.Remove(dir)
 			return err
 		}
 		defer fd.Close()
 		c.SysProcAttr.UseCgroupFD, c.SysProcAttr.CgroupFD = true, int(fd.Fd())
+		t.dir = dir
 	}
 	if err := c.Start(); err != nil {
+		if t.dir != "" { // nothing started in it: a retry makes the next one
+			_ = os.Remove(t.dir)
+			t.dir = ""
+		}
 		return err
 	}
 	p, _ := readStat(c.Process.Pid)

@@ -234,3 +234,44 @@ func TestWalkCountsAChildItCannotRead(t *testing.T) {
 		t.Error("Kill killed a process it could not tell was the tree's")
 	}
 }
+
+// TestFailedStartLeavesNoCgroup: a command that cannot start (a bad #!
+// line) left the cgroup made for it, every retry another one, and Close
+// then could not remove the Set's: each next trial said it "dropped what
+// killed trials left" though none was killed.
+func TestFailedStartLeavesNoCgroup(t *testing.T) {
+	s, err := New(ModeCgroup)
+	if err != nil {
+		t.Skipf("no writable cgroup v2 here: %v", err)
+	}
+	bad := t.TempDir() + "/bad.sh"
+	if err := os.WriteFile(bad, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := s.Tree("w1")
+	for range 3 {
+		if err := tr.Start(exec.Command(bad)); err == nil {
+			t.Fatal("a bad #! line started")
+		}
+	}
+	if subs, _ := os.ReadDir(s.dir); len(cgroupDirs(subs)) != 0 {
+		t.Errorf("after 3 failed starts, %s holds %v: want no cgroup left", s.dir, cgroupDirs(subs))
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := os.Stat(s.dir); err == nil {
+		t.Errorf("the Set's cgroup %s is still there after Close", s.dir)
+	}
+}
+
+// cgroupDirs names the child cgroups among a cgroup directory's entries.
+func cgroupDirs(es []os.DirEntry) []string {
+	var out []string
+	for _, e := range es {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}

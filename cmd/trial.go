@@ -306,7 +306,23 @@ func trialRun(opts *TrialOptions) error {
 	if err != nil {
 		return err // interrupted: execute says so and exits 130
 	}
+	if opts.Expect != "" && opts.Expect != res.Verdict {
+		fmt.Fprintln(opts.ErrOut, expectMissed(opts.Expect, res))
+	}
 	return expectVerdict(opts.Expect, res.Verdict)
+}
+
+// expectMissed is the line on stderr when the verdict is not --expect's:
+// the output may have gone to a file (-o junit > trial.xml), and an
+// inconclusive verdict's reason is the one note that starts with it.
+func expectMissed(expect string, res trial.Result) string {
+	line := fmt.Sprintf("lockctl: the verdict is %s, not %s (--expect %s)", res.Verdict, expect, expect)
+	for _, n := range res.Notes {
+		if why, ok := strings.CutPrefix(n, history.VerdictInconclusive+": "); ok && res.Verdict == history.VerdictInconclusive {
+			return line + ": " + why
+		}
+	}
+	return line
 }
 
 // trialOnce runs one trial, in a scratch database of its own with --store;

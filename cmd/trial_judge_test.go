@@ -51,8 +51,8 @@ func TestTrialSchemaWhole(t *testing.T) {
 }
 
 // TestTrialInconclusiveFailsExpectSafe: a worker that never starts gives
-// the verdict inconclusive, and --expect safe exits 1 (it passed, with 0
-// starts).
+// the verdict inconclusive, and --expect safe exits 1 with one line saying
+// why (it passed, with 0 starts and nothing on stderr).
 func TestTrialInconclusiveFailsExpectSafe(t *testing.T) {
 	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "badshebang.sh")
@@ -62,6 +62,17 @@ func TestTrialInconclusiveFailsExpectSafe(t *testing.T) {
 	code, stdout, stderr := run(t, "trial", "--duration", "500ms", "--nemesis", "none", "--expect", "safe", "-o", "json", "--", bad)
 	if code != 1 || !strings.Contains(stdout, `"verdict": "inconclusive"`) || !strings.Contains(stdout, "inconclusive: no worker started") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant exit 1 and the verdict inconclusive", code, stderr, stdout)
+	}
+	// The one line saying why, where CI sees it when the JSON went to a file
+	// (beside it maybe a line on what killed trials of other tests left).
+	var why []string
+	for l := range strings.Lines(stderr) {
+		if !strings.HasPrefix(l, "lockctl: dropped what killed trials left: ") {
+			why = append(why, l)
+		}
+	}
+	if len(why) != 1 || !strings.HasPrefix(why[0], "lockctl: the verdict is inconclusive, not safe (--expect safe): no worker started (") {
+		t.Errorf("stderr %q: want one line naming the verdict and why", stderr)
 	}
 }
 

@@ -92,7 +92,9 @@ func runCase(t *testing.T, c libCase, addr, name string, p *problems) {
 		return
 	}
 	h := startHolder(t, c, c.Mode, addr, name)
-	w := startWatch(t, addr, h.Keys[0])
+	w := startWatch(t, addr, "--key", h.Keys[0])
+	// The case's server holds only what the library wrote: the lock and its companions.
+	pw := startWatch(t, addr, "--pattern", "*")
 	first := h.OwnerHex
 	checkHeld(t, c, addr, h, "acquire", p)
 	switch {
@@ -110,6 +112,7 @@ func runCase(t *testing.T, c libCase, addr, name string, p *problems) {
 	h.do("release")
 	checkFree(t, addr, h.Keys, "release", p)
 	waitEvent(w, "RELEASED", "release", p)
+	waitEvent(pw, "RELEASED", "release", p)
 	crashMode := c.Mode
 	if c.CrashMode != "" {
 		crashMode = c.CrashMode
@@ -117,13 +120,61 @@ func runCase(t *testing.T, c libCase, addr, name string, p *problems) {
 	h2 := startHolder(t, c, crashMode, addr, name)
 	h2.kill()
 	checkHeld(t, c, addr, h2, "crash", p)
+	waitEvent(pw, "ACQUIRED", "crash", p)
 	checkEvents(w.stop(t), c, first, h2.OwnerHex, p)
+	checkPatternEvents(t, pw.stop(t), c, slices.Concat(h.Keys, h2.Keys), first, h2.OwnerHex, p)
 }
 
 // waitEvent records a problem when watch shows no kind event within 10 s of step.
 func waitEvent(w *watcher, kind, step string, p *problems) {
 	if !w.waitFor(kind) {
 		p.add("watch: no %s event within 10 s of the %s step", kind, step)
+	}
+}
+
+// patternCompanionGaps are the cases whose companions `watch --pattern`
+// still follows as locks, each with why: logged, not failed, until fixed.
+var patternCompanionGaps = map[string]string{
+	"bull/default":   "issue 44: the queue's keys (job hash, active, id, events, ...) are not known as Bull's companions by name",
+	"bullmq/default": "issue 44: the queue's keys (job hash, active, marker, meta, ...) are not known as BullMQ's companions by name",
+}
+
+// checkPatternEvents asserts `watch --pattern '*'` saw on the lock key the
+// ownership changes `watch --key` saw (checkEvents; a renewal only where it
+// moves the TTL by more than a pass's 500 ms tolerance, so it is not
+// required), and made no ownership event for any other key: a companion (a
+// fence counter, a queue's keys) holds nothing.
+func checkPatternEvents(t *testing.T, evs []event, c libCase, lockKeys []string, first, second string, p *problems) {
+	ownership := []string{"HELD", "ACQUIRED", "RENEWED", "RELEASED", "TAKEOVER", "EXPIRED"}
+	var onLock, stray []event
+	for _, e := range evs {
+		switch {
+		case !slices.Contains(ownership, e.Event): // FINDING, FINDING_CLEARED, TTL_JUMP, COMPANION: no holder change
+		case e.Key == lockKeys[0]:
+			onLock = append(onLock, e)
+		case !slices.Contains(lockKeys, e.Key):
+			stray = append(stray, e)
+		}
+	}
+	if gap, ok := patternCompanionGaps[c.ID]; ok && len(stray) > 0 {
+		var keys []string
+		for _, e := range stray {
+			if !slices.Contains(keys, e.Key) {
+				keys = append(keys, e.Key)
+			}
+		}
+		t.Logf("KNOWN GAP %s (%s): watch --pattern: %d ownership events on %s", c.ID, gap, len(stray), strings.Join(keys, ", "))
+		stray = nil
+	}
+	for _, e := range stray {
+		p.add("watch --pattern: ownership event %s on %s, not a lock the library holds", e.Event, e.Key)
+	}
+	noRenew := c
+	noRenew.Renew, noRenew.Watchdog = false, false
+	var sub problems
+	checkEvents(onLock, noRenew, first, second, &sub)
+	for _, msg := range sub.list {
+		p.add("%s", strings.Replace(msg, "watch:", "watch --pattern:", 1))
 	}
 }
 

@@ -299,15 +299,17 @@ type watcher struct {
 // event is one line of `lockctl watch -o jsonl`.
 type event struct {
 	Event string `json:"event"`
+	Key   string `json:"key"`
 	Owner string `json:"owner"`
 }
 
-// startWatch samples key every 50 ms until stop; it returns after watch's
-// first event (its first sample), 15 s at most.
-func startWatch(t *testing.T, addr, key string) *watcher {
+// startWatch samples what follow selects (--key KEY, or --pattern GLOB:
+// every key the glob matches, a pass each time) every 50 ms until stop; it
+// returns after watch's first event (its first sample), 15 s at most.
+func startWatch(t *testing.T, addr string, follow ...string) *watcher {
 	t.Helper()
 	w := &watcher{done: make(chan struct{})}
-	w.cmd = exec.Command(bin.lockctl, "watch", "--key", key, "--interval", "50ms", "-o", "jsonl")
+	w.cmd = exec.Command(bin.lockctl, append(append([]string{"watch"}, follow...), "--interval", "50ms", "-o", "jsonl")...)
 	w.cmd.Env = append(os.Environ(), "LOCKCTL_REDIS_URL=redis://"+addr+"/0")
 	stdout, _ := w.cmd.StdoutPipe()
 	if err := w.cmd.Start(); err != nil {

@@ -121,7 +121,8 @@ func TestReadOnlyACL(t *testing.T) {
 }
 
 // TestNoWriteCommands checks the server's command statistics after inspect
-// and watch: no command flagged "write" was issued.
+// and watch (of keys, and of a pattern: passes of SCAN and reads): no
+// command flagged "write" was issued.
 func TestNoWriteCommands(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -136,6 +137,7 @@ func TestNoWriteCommands(t *testing.T) {
 		{"inspect", "--pattern", "*", "-o", "jsonl"},
 		{"inspect", "order-demo", "--search"},
 		{"watch", "order-demo-001", "--key", "concurrent-test2", "--duration", "300ms"},
+		{"watch", "--pattern", "*", "--interval", "50ms", "--duration", "300ms", "-o", "jsonl"},
 	} {
 		if code, _, errOut := run(t, append(args, "--redis", url)...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)

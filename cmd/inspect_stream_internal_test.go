@@ -66,10 +66,12 @@ func wholeReport(t *testing.T, format string, locks []inspect.Lock, interrupted 
 	return b.Bytes()
 }
 
-func streamed(t *testing.T, format string, locks []inspect.Lock, limit int, interrupted bool) []byte {
+// sorted is locks added to a lockSorter with runs of limit bytes (closed
+// at the test's end), and their summary: what a scan leaves to streamScan.
+func sorted(t *testing.T, locks []inspect.Lock, limit int, interrupted bool) (*lockSorter, inspect.Summary) {
 	t.Helper()
 	s := newLockSorter()
-	defer s.close()
+	t.Cleanup(s.close)
 	s.limit = limit
 	sum := inspect.NewSummary()
 	for i := range locks {
@@ -79,6 +81,12 @@ func streamed(t *testing.T, format string, locks []inspect.Lock, limit int, inte
 		}
 	}
 	sum.Interrupted = interrupted
+	return s, sum
+}
+
+func streamed(t *testing.T, format string, locks []inspect.Lock, limit int, interrupted bool) []byte {
+	t.Helper()
+	s, sum := sorted(t, locks, limit, interrupted)
 	var b bytes.Buffer
 	if err := streamReport(context.Background(), &b, format, s, sum); err != nil {
 		t.Fatal(err)
@@ -127,16 +135,7 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 // document, marked interrupted, with fewer locks, and the signal's error.
 func TestStreamScanAfterSignalIsBounded(t *testing.T) {
 	locks := streamLocks(20000)
-	s := newLockSorter()
-	defer s.close()
-	sum := inspect.NewSummary()
-	for i := range locks {
-		sum.Add(&locks[i])
-		if err := s.add(&locks[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sum.Interrupted = true
+	s, sum := sorted(t, locks, spillBytes, true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the scan's signal
 	var w slowWriter

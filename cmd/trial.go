@@ -317,8 +317,11 @@ func trialRun(opts *TrialOptions) error {
 // inconclusive verdict's reason is the one note that starts with it.
 func expectMissed(expect string, res trial.Result) string {
 	line := fmt.Sprintf("lockctl: the verdict is %s, not %s (--expect %s)", res.Verdict, expect, expect)
+	if res.Verdict != history.VerdictInconclusive {
+		return line
+	}
 	for _, n := range res.Notes {
-		if why, ok := strings.CutPrefix(n, history.VerdictInconclusive+": "); ok && res.Verdict == history.VerdictInconclusive {
+		if why, ok := strings.CutPrefix(n, history.VerdictInconclusive+": "); ok {
 			return line + ": " + why
 		}
 	}

@@ -24,31 +24,14 @@ LOCKS=${LOCKS:-100000}
 SMALL_KEYS=${SMALL_KEYS:-100000}
 MINUTES=${MINUTES:-1}
 PATTERN='*lock*'
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(freeport)
+. "$(dirname "$0")/keyspace.sh"
 mport=$(freeport)
-
-cleanup() {
-	if [[ -n "${exp_pid:-}" ]]; then kill "$exp_pid" 2>/dev/null || true; wait "$exp_pid" 2>/dev/null || true; fi
-	if [[ -n "${redis_pid:-}" ]]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+bench_stop() { if [[ -n "${exp_pid:-}" ]]; then kill "$exp_pid" 2>/dev/null || true; wait "$exp_pid" 2>/dev/null || true; fi; }
 
 echo "building lockctl and lockctl-exporter" >&2
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$work/lockctl" . && CGO_ENABLED=0 go build -trimpath -o "$work/lockctl-exporter" ./lockctl-exporter)
 
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-redis_pid=$!
-for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-
-load() { # keys locks
-	redis-cli -p "$port" flushall >/dev/null
-	echo "loading $1 keys ($2 locks of mixed layouts) into 127.0.0.1:$port" >&2
-	awk -v keys="$1" -v locks="$2" -f "$root/bench/keyspace.awk" | redis-cli -p "$port" --pipe | tail -1 >&2
-}
+start_redis
 metric() { curl -s "127.0.0.1:$mport/metrics" | awk -v m="$1" '!found && ($1 == m || index($1, m "{") == 1) { print $2; found = 1 }'; } # no early exit: pipefail would see curl's SIGPIPE
 # start_exporter ARGS...: runs the exporter in the background, waits for /healthz.
 start_exporter() {

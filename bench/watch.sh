@@ -21,25 +21,12 @@ KEYS=${KEYS:-1000000}
 LOCKS=${LOCKS:-100000}
 MINUTES=${MINUTES:-1}
 PATTERN='*lock*'
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-
-cleanup() {
-	if [[ -n "${redis_pid:-}" ]]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/keyspace.sh"
 
 echo "building lockctl" >&2
 (cd "$root" && go build -trimpath -o "$work/lockctl" .)
-
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" --logfile "$work/redis.log" &
-redis_pid=$!
-for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-
-echo "loading $KEYS keys ($LOCKS locks of mixed layouts) into 127.0.0.1:$port" >&2
-awk -v keys="$KEYS" -v locks="$LOCKS" -f "$root/bench/keyspace.awk" | redis-cli -p "$port" --pipe | tail -1 >&2
+start_redis
+load "$KEYS" "$LOCKS"
 dbsize=$(redis-cli -p "$port" dbsize)
 
 now() { date +%s.%N; }

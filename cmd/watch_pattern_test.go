@@ -49,10 +49,11 @@ func followHolders(t *testing.T, url string) {
 		t.Cleanup(func() { _ = p.Process.Kill() })
 		return p
 	}
-	holding := func(value string) (*proc, string) { // a run whose child has started
+	holding := func(value string) *proc { // a run whose child has started
 		started := filepath.Join(t.TempDir(), value)
 		p := hold(value, "--wait", "10s", "--", "sh", "-c", `echo "$LOCKCTL_FENCE" > "$0"; exec sleep 60`, started)
-		return p, waitFile(t, started)
+		waitFile(t, started)
+		return p
 	}
 	// Held before watch starts: its first pass is over once it says HELD.
 	holding("wp-s")
@@ -76,13 +77,13 @@ func followHolders(t *testing.T, url string) {
 	}
 	next(inspect.EventReleased, "wp-a")
 
-	b, _ := holding("wp-b")
+	b := holding("wp-b")
 	next(inspect.EventAcquired, "wp-b")
 	_ = b.Process.Kill() // its watchdog ends the child; the lock stays until its lease runs out
 	b.exit(t)
 	next(inspect.EventExpired, "wp-b")
 
-	c, _ := holding("wp-c")
+	c := holding("wp-c")
 	next(inspect.EventAcquired, "wp-c")
 	_ = w.cmd.Process.Signal(syscall.SIGSTOP) // no pass sees the lock free between the two owners
 	_ = c.Process.Signal(syscall.SIGSTOP)     // no renewal: the lease runs out, its watchdog ends the child

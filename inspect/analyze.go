@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,9 @@ const (
 	RoleDigest  = "digest"
 	// RoleJob is a job queue's job (or task) hash beside its lock (builtin_layouts.yaml: bull, asynq).
 	RoleJob = "job"
+	// RoleJobQueue is one of the keys of a job queue whose jobs run under
+	// locks (its lists, counters, event stream): builtin_layouts.yaml, bull.
+	RoleJobQueue = "job_queue"
 	// RolePermits is a semaphore's counter of available permits (semaphore.go).
 	RolePermits = "permits_counter"
 	// rolePermitTimeouts is the zset an integer key would have as Redisson's
@@ -126,13 +130,15 @@ type companionKey struct {
 // reads hash values.
 func companions(key string, v Value, opts Options) []companionKey {
 	ms := candidates(key, v, opts, true)
-	if v.Type == "string" && len(ms) > 0 {
-		return companionKeys(key, v, ms)
-	}
 	cks := companionKeys(key, v, ms)
+	// A string a layout takes without a required companion is that layout's;
+	// one only told apart by one (a queue's "id") may still be a counter.
+	if v.Type == "string" && slices.ContainsFunc(ms, func(m declaredMatch) bool { return !m.layout.needsCompanion() }) {
+		return cks
+	}
 	switch v.Type {
 	case "string":
-		cks = stringCompanions(key, v, opts)
+		cks = append(cks, stringCompanions(key, v, opts)...)
 		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
 			// A counter named as one needs no probe: its name already says what it is.
 			if _, role := companionOf(key, v, nil, opts); role == "" {
@@ -261,7 +267,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	if m, ok := matchDeclared(key, v, comp, opts); ok {
 		if m.layout.Role != "" {
-			l.Layout, l.Role, l.Companions = Layout{Name: m.layout.Name, Confidence: Certain}, m.layout.Role, nil
+			l.Layout, l.Role, l.Companions = Layout{Name: m.layout.Name, Confidence: m.layout.Confidence}, m.layout.Role, nil
 			l.checkOwner(nil, opts)
 			return l
 		}

@@ -18,7 +18,8 @@ type Declared struct {
 	// Type is the Redis type of the key: string, hash, zset, list or set.
 	Type string
 	// Key is a glob over the whole key: * any run of bytes (captured, {1}
-	// to {9} in templates, the longest run first), ? one byte.
+	// to {9} in templates, the longest run first), ? one byte. A file's
+	// list of globs becomes one entry per glob.
 	Key string
 	// Value (string) is a regular expression (RE2) over the whole value,
 	// with named groups among declaredGroups; Size, when not 0, the
@@ -50,6 +51,7 @@ type Declared struct {
 
 	value, field, fieldValue, member *regexp.Regexp
 	keyParts                         []string // Key split at its stars
+	moreKeys                         []string // the rest of a file's key list, until perGlob
 	// byName marks an entry companionEntries made from a companion's key
 	// template: matched by key and type alone (companionByName).
 	byName bool
@@ -115,7 +117,7 @@ func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
 	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
 		for i := range list {
 			d := &list[i]
-			if d.byName && !d.companionByName(v) || !d.byName && (d.Type != v.Type || d.value == nil && d.field == nil && d.member == nil) {
+			if d.byName && !d.companionByName(v) || !d.byName && !d.ofType(v) {
 				continue
 			}
 			if _, ok := globRuns(d.keyParts, key, false); !ok {
@@ -135,6 +137,19 @@ func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
 	}
 	return out
 }
+
+// ofType reports whether v is of d's type and d has a rule to match it
+// by: an expression, or for a stream or any type (a role layout) the key.
+func (d *Declared) ofType(v Value) bool {
+	if d.Type == "any" {
+		return v.Type != "none" && v.Type != ""
+	}
+	return d.Type == v.Type && (d.value != nil || d.field != nil || d.member != nil || d.byNameOnly())
+}
+
+// byNameOnly reports a type whose values lockctl has no rule for: a
+// stream, or any type; a key of it matches by name (and companions) alone.
+func (d *Declared) byNameOnly() bool { return d.Type == "stream" || d.Type == "any" }
 
 // needsCompanion reports a layout told apart by a required companion.
 func (d *Declared) needsCompanion() bool {
@@ -156,6 +171,8 @@ func (d *Declared) matches(v Value) bool {
 // the named groups of the string value, or of the first field or member.
 func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 	switch {
+	case d.byNameOnly(): // known by its key (and required companions) alone
+		return map[string]string{}, true
 	case v.Truncated:
 		return nil, false
 	case d.Type == "string":
@@ -378,13 +395,15 @@ func matchDeclared(key string, v Value, comp map[string]Value, opts Options) (de
 	return declaredMatch{}, false
 }
 
-// met reports whether m needs no required companion or one of them exists.
+// met reports whether m needs no required companion or one of them
+// exists; the key itself is no evidence of its own layout.
 func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
 	if !m.layout.needsCompanion() {
 		return true
 	}
 	for _, c := range m.layout.Companions {
-		if cv := comp[m.expand(c.Key, key, v)]; c.Required && cv.Exists() && (c.Type == "" || cv.Type == c.Type) {
+		ck := m.expand(c.Key, key, v)
+		if cv := comp[ck]; c.Required && ck != key && cv.Exists() && (c.Type == "" || cv.Type == c.Type) {
 			return true
 		}
 	}

@@ -10,6 +10,9 @@ import "strings"
 func companionEntries(ds []Declared) []Declared {
 	var out []Declared
 	for _, d := range ds {
+		if d.Role != "" {
+			continue // a companion's companions are its evidence (a queue's meta), not keys it names
+		}
 		for _, c := range d.Companions {
 			glob, ok := companionGlob(c.Key, d.Key)
 			if !ok {

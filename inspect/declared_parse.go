@@ -18,10 +18,15 @@ import (
 var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count"}
 
 // declaredRoles are the companion roles a declared layout may name.
-var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleCounter, RoleDigest}
+var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleCounter, RoleDigest}
 
-// declaredTypes are the Redis types a declared layout may describe.
-var declaredTypes = []string{"string", "hash", "zset", "list", "set"}
+// declaredTypes are the Redis types a declared layout may describe; a
+// stream (whose entries lockctl does not read) or "any" type is a role
+// layout's only: a companion known by its name and required companions.
+var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", "any"}
+
+// companionTypes are the types a companion may be required to have.
+var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
 var declaredFields = []string{"companions", "confidence", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
@@ -83,7 +88,7 @@ func parseLayouts(path string, data []byte, builtin bool) ([]Declared, error) {
 			bad(field, err)
 			continue
 		}
-		out = append(out, d)
+		out = append(out, d.perGlob()...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))
@@ -133,7 +138,7 @@ func declaredOf(item any) (Declared, []fieldError) {
 
 // set stores one field of an entry.
 func (d *Declared) set(k string, v any) error {
-	texts := map[string]*string{"name": &d.Name, "library": &d.Library, "key": &d.Key, "value": &d.Value,
+	texts := map[string]*string{"name": &d.Name, "library": &d.Library, "value": &d.Value,
 		"field": &d.Field, "field_value": &d.FieldValue, "member": &d.Member, "job_id": &d.JobID}
 	if dst, ok := texts[k]; ok {
 		s, isText := v.(string)
@@ -144,6 +149,8 @@ func (d *Declared) set(k string, v any) error {
 		return nil
 	}
 	switch k {
+	case "key":
+		return d.setKeys(v)
 	case "type":
 		return oneOf(k, v, declaredTypes, &d.Type)
 	case "role":
@@ -224,6 +231,42 @@ func reProblem(err error) string {
 	return err.Error()
 }
 
+// setKeys stores key: one glob, or a list of globs for keys that differ
+// only in name (a queue's "active", "wait", "meta"...).
+func (d *Declared) setKeys(v any) error {
+	if s, ok := v.(string); ok {
+		d.Key = s
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return fmt.Errorf("key is %s; want a glob (text) or a list of globs", got(v))
+	}
+	for i, it := range list {
+		s, ok := it.(string)
+		if !ok || s == "" {
+			return fmt.Errorf("key[%d] is %s; want a glob (text)", i, got(it))
+		}
+		d.moreKeys = append(d.moreKeys, s)
+	}
+	d.Key, d.moreKeys = d.moreKeys[0], d.moreKeys[1:]
+	return nil
+}
+
+// globs are the entry's key globs: Key, then the rest of a key list.
+func (d *Declared) globs() []string { return append([]string{d.Key}, d.moreKeys...) }
+
+// perGlob is the entry once per glob of its key list, each with one Key.
+func (d Declared) perGlob() []Declared {
+	out := make([]Declared, 0, 1+len(d.moreKeys))
+	for _, glob := range d.globs() {
+		e := d
+		e.Key, e.moreKeys = glob, nil
+		out = append(out, e)
+	}
+	return out
+}
+
 func declaredCompanions(v any) ([]DeclaredCompanion, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -248,7 +291,7 @@ func declaredCompanions(v any) ([]DeclaredCompanion, error) {
 				err = oneOf(fmt.Sprintf("companions[%d]: role", j), role, declaredRoles, &c.Role)
 			case "key":
 			case "type":
-				err = oneOf(fmt.Sprintf("companions[%d]: type", j), m[k], declaredTypes, &c.Type)
+				err = oneOf(fmt.Sprintf("companions[%d]: type", j), m[k], companionTypes, &c.Type)
 			case "optional", "required":
 				b, isBool := m[k].(bool)
 				if !isBool {
@@ -276,10 +319,15 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 		return "", fmt.Errorf("%s; name and key are required", missingFields("name", d.Name, "key", d.Key))
 	case !builtin && (slices.ContainsFunc(Layouts, func(l LayoutInfo) bool { return l.Name == d.Name }) || d.Name == "unknown"):
 		return "name", fmt.Errorf("name %q is a built-in layout's; choose another", d.Name)
-	case slices.ContainsFunc(before, func(o Declared) bool { return o.Name == d.Name && o.Type == d.Type }):
-		return "name", fmt.Errorf("name %q is declared twice for type %s; one entry per name and type", d.Name, d.Type)
-	case strings.ContainsAny(d.Key, "[]\\"):
-		return "key", fmt.Errorf("key %q: only * and ? are globs here; [ ] and \\ are not accepted", d.Key)
+	case slices.ContainsFunc(before, func(o Declared) bool { return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role }):
+		return "name", fmt.Errorf("name %q is declared twice for type %s%s; one entry per name, type and role", d.Name, d.Type, roleWords(d.Role))
+	case d.byNameOnly() && d.Role == "":
+		return "type", fmt.Errorf("type %s needs a role: only a companion (a queue's keys, say) is known by its name alone", d.Type)
+	}
+	for _, glob := range d.globs() {
+		if strings.ContainsAny(glob, "[]\\") {
+			return "key", fmt.Errorf("key %q: only * and ? are globs here; [ ] and \\ are not accepted", glob)
+		}
 	}
 	if field, err := checkTypeFields(d); err != nil {
 		return field, err
@@ -308,6 +356,14 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 	return "", nil
 }
 
+// roleWords is " and role R", or "" for a lock's own layout.
+func roleWords(role string) string {
+	if role == "" {
+		return ""
+	}
+	return " and role " + role
+}
+
 // typeFields are the fields that describe the value of each type: those
 // it needs, then those it may have.
 var typeFields = map[string][2][]string{
@@ -316,6 +372,8 @@ var typeFields = map[string][2][]string{
 	"zset":   {{"member", "score", "unit"}, nil},
 	"list":   {{"member"}, nil},
 	"set":    {{"member"}, nil},
+	"stream": {nil, nil},
+	"any":    {nil, nil},
 }
 
 // checkTypeFields checks that d has the fields of its type and none of another's.

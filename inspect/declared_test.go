@@ -129,15 +129,63 @@ func TestParseLayoutsErrors(t *testing.T) {
 		"layouts:\n  - name: x\n    key: \"a:*\"\n    name: y\n": "layouts.yaml:4: layouts[0].name: duplicate field (first on line 2)",
 		"layouts: []\n---\nlayouts: []\n":                        "layouts.yaml:2: a second YAML document (---); a file holds one list of layouts",
 		"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n": "layouts.yaml:5: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
-		"layouts:\n" + strings.Repeat("  - {}\n", 20001):                         "layouts.yaml:1: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
-		entry("    companions:\n      - role: boss\n        key: \"{key}:b\"\n"): "layouts.yaml:5: layouts[0]: companions[0]: role \"boss\"; accepted: fence_counter",
-		entry("    companions:\n      - {role: job, key: x, kind: hash}\n"):      "layouts.yaml:5: layouts[0]: companions[0]: unknown field kind; accepted: key, optional, required, role, type",
-		entry("  - name: x\n    key: \"b:*\"\n    value: '.+'\n"):                "layouts.yaml:5: layouts[1]: name \"x\" is declared twice for type string",
-		"layouts:\n  - name: x\n    key: \"a:*\n":                                "layouts.yaml:3:",
+		"layouts:\n" + strings.Repeat("  - {}\n", 20001):                                           "layouts.yaml:1: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
+		entry("    companions:\n      - role: boss\n        key: \"{key}:b\"\n"):                   "layouts.yaml:5: layouts[0]: companions[0]: role \"boss\"; accepted: fence_counter",
+		entry("    companions:\n      - {role: job, key: x, kind: hash}\n"):                        "layouts.yaml:5: layouts[0]: companions[0]: unknown field kind; accepted: key, optional, required, role, type",
+		entry("  - name: x\n    key: \"b:*\"\n    value: '.+'\n"):                                  "layouts.yaml:5: layouts[1]: name \"x\" is declared twice for type string",
+		"layouts:\n  - name: x\n    key: \"a:*\n":                                                  "layouts.yaml:3:",
+		"layouts:\n  - name: x\n    type: any\n    key: \"a:*\"\n":                                 "layouts.yaml:3: layouts[0]: type any needs a role",
+		"layouts:\n  - name: x\n    type: stream\n    key: \"a:*\"\n":                              "layouts.yaml:3: layouts[0]: type stream needs a role",
+		"layouts:\n  - name: x\n    type: any\n    role: job\n    key: \"a:*\"\n    value: '.+'\n": "layouts.yaml:6: layouts[0]: value is not a field of type any",
+		"layouts:\n  - name: x\n    key: [\"a:*\", 5]\n    value: '.+'\n":                          "layouts.yaml:3: layouts[0]: key[1] is 5 (a whole number); want a glob (text)",
+		"layouts:\n  - name: x\n    key: []\n    value: '.+'\n":                                    "layouts.yaml:3: layouts[0]: key is a list; want a glob (text) or a list of globs",
+		"layouts:\n  - name: x\n    key: [\"a:*\", \"b:[x]\"]\n    value: '.+'\n":                  `layouts.yaml:3: layouts[0]: key "b:[x]": only * and ? are globs here`,
+		entry("    companions:\n      - {role: job, key: x, type: any}\n"):                         `layouts.yaml:5: layouts[0]: companions[0]: type "any"; accepted: string, hash, zset, list, set, stream`,
 	} {
 		_, err := inspect.ParseLayouts("layouts.yaml", []byte(in))
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: error %v, want one line beginning %q", in, err, want)
+		}
+	}
+}
+
+// TestDeclaredQueueKeys: a role layout of type any or stream with a list
+// of key globs is known by name beside its required companion, and not
+// without it; the key itself is no evidence of its own layout (issue 44).
+func TestDeclaredQueueKeys(t *testing.T) {
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(`layouts:
+  - name: our-jobs
+    role: job_queue
+    type: any
+    key: ["jobs:*:pending", "jobs:*:log", "jobs:*:claim"]
+    companions:
+      - {role: job_queue, key: "jobs:{1}:claim", type: string, required: true}
+  - name: our-jobs
+    role: job_queue
+    type: stream
+    key: "jobs:*:events"
+    companions:
+      - {role: job_queue, key: "jobs:{1}:claim", required: true}
+`))
+	must(t, err)
+	if len(ds) != 4 || ds[1].Key != "jobs:*:log" || ds[3].Type != "stream" {
+		t.Fatalf("parsed %+v; want one entry per glob", ds)
+	}
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	c := client(t)
+	p := "jobs:" + redistest.Name(t) + ":"
+	must(t, c.RPush(ctx, p+"pending", "7").Err())
+	must(t, c.XAdd(ctx, &redis.XAddArgs{Stream: p + "events", Values: []string{"job", "7"}}).Err())
+	must(t, c.Set(ctx, p+"claim", "worker-1", 30*time.Second).Err())
+	for k, want := range map[string]string{p + "pending": "our-jobs", p + "events": "our-jobs", p + "claim": "unknown"} {
+		if l := readOne(t, c, k, opts); l.Layout.Name != want || (want == "our-jobs") != (l.Role == inspect.RoleJobQueue) {
+			t.Errorf("beside the claim, %s: layout %+v role %q; want %s", k, l.Layout, l.Role, want)
+		}
+	}
+	must(t, c.Del(ctx, p+"claim").Err())
+	for _, k := range []string{p + "pending", p + "events"} {
+		if l := readOne(t, c, k, opts); l.Layout.Name == "our-jobs" || l.Role != "" {
+			t.Errorf("without the claim, %s: layout %+v role %q; want no role", k, l.Layout, l.Role)
 		}
 	}
 }

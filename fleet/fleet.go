@@ -72,21 +72,43 @@ type keyState struct {
 	findings string
 }
 
+// companionState is what is kept per companion key: its type and the last
+// pass that met it.
+type companionState struct {
+	typ  string
+	pass uint32
+}
+
 // Follower follows the locks matching Options.Pattern on one client (a
 // server, a Sentinel-managed primary, or every primary of a cluster).
 type Follower struct {
-	reader *inspect.Reader
-	client redis.UniversalClient
-	opts   Options
-	keys   map[string]*keyState
-	intern map[string]string
-	pass   uint32
+	reader     *inspect.Reader
+	client     redis.UniversalClient
+	opts       Options
+	keys       map[string]*keyState
+	companions map[string]companionState
+	intern     map[string]string
+	pass       uint32
 }
 
 // New returns a Follower reading with r (Light reads are the scan's) on c.
 func New(r *inspect.Reader, c redis.UniversalClient, opts Options) *Follower {
 	opts = opts.withDefaults()
-	return &Follower{reader: r, client: c, opts: opts, keys: map[string]*keyState{}, intern: map[string]string{}}
+	return &Follower{reader: r, client: c, opts: opts, keys: map[string]*keyState{},
+		companions: map[string]companionState{}, intern: map[string]string{}}
+}
+
+// companion reports whether l is a companion key (a fence counter or a
+// queue's key beside its lock), or was one in the pass before and still
+// has its type: as inspect.Differ, a companion stays one while it exists,
+// though its evidence (a queue's lists) comes and goes.
+func (f *Follower) companion(l *inspect.Lock) bool {
+	st, was := f.companions[l.Key]
+	if l.Role == "" && (!was || st.typ != l.Type) {
+		return false
+	}
+	f.companions[l.Key] = companionState{typ: f.interned(l.Type), pass: f.pass}
+	return true
 }
 
 // withDefaults fills in Now and the Differs' Tolerance.
@@ -175,7 +197,7 @@ func (f *Follower) Pass(ctx context.Context, sink Sink) error {
 	}}
 	first := f.pass == 1
 	err := f.reader.Scan(ctx, f.client, so, func(l inspect.Lock) error {
-		if l.Role != "" { // a fence counter or queue beside its lock
+		if f.companion(&l) {
 			return nil
 		}
 		p.Locks++
@@ -191,6 +213,7 @@ func (f *Follower) Pass(ctx context.Context, sink Sink) error {
 	if size > 0 { // COUNT per call overstates a keyspace walked in fewer calls
 		p.Walked = min(p.Walked, size)
 	}
+	maps.DeleteFunc(f.companions, func(_ string, st companionState) bool { return st.pass != f.pass })
 	for k, st := range f.keys {
 		if st.pass == f.pass {
 			continue
@@ -297,12 +320,17 @@ func (f *Follower) signature(fs []inspect.Finding) string {
 		parts[i] = x.Code + ":" + string(x.Severity)
 	}
 	slices.Sort(parts)
-	sig := strings.Join(slices.Compact(parts), ",")
-	if s, ok := f.intern[sig]; ok {
-		return s
+	return f.interned(strings.Join(slices.Compact(parts), ","))
+}
+
+// interned is s, shared by every key that has it: a few distinct findings
+// signatures and type names among many keys.
+func (f *Follower) interned(s string) string {
+	if i, ok := f.intern[s]; ok {
+		return i
 	}
-	f.intern[sig] = sig
-	return sig
+	f.intern[s] = s
+	return s
 }
 
 // findingEvents are FINDING for each finding of l not in the signature

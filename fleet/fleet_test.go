@@ -92,6 +92,38 @@ func TestPassEvents(t *testing.T) {
 	}
 }
 
+// TestPassCompanionStays: a Bull queue's "id" counter is its companion
+// beside the queue's lists, and stays one when they empty out, so a pass
+// makes no ownership event for it (issue 44); gone, it is forgotten.
+func TestPassCompanionStays(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Shared(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	id, active := redistest.Key(t, "id"), redistest.Key(t, "active") // "t:<test>:id": bull 4 "<prefix>:<queue>:id"
+	c.Set(ctx, id, "1", 0)
+	c.LPush(ctx, active, "1")
+	r := &inspect.Reader{Light: true, MaxValueBytes: inspect.ScanMaxValueBytes}
+	f := fleet.New(r, c, fleet.Options{Pattern: redistest.Key(t, "*"), Count: 100})
+	rec := &recorder{}
+	for _, step := range []func(){func() {}, func() { c.Del(ctx, active) }, func() { c.Incr(ctx, id) }, func() { c.Del(ctx, id) }} {
+		step()
+		if err := f.Pass(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.take(); got != "" || rec.locks != 0 {
+			t.Fatalf("pass %d: events %q, %d locks; want none", len(rec.passes), got, rec.locks)
+		}
+	}
+	c.Set(ctx, id, "1", 0)
+	if err := f.Pass(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); got != "ACQUIRED id" {
+		t.Fatalf("a lone counter, after the queue went: events %q, want ACQUIRED id", got)
+	}
+}
+
 func sameSet(a, b string) bool {
 	x, y := strings.Split(a, "; "), strings.Split(b, "; ")
 	if len(x) != len(y) {

@@ -3,7 +3,9 @@ package inspect_test
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,76 @@ func TestJobLockValues(t *testing.T) {
 		// Bull's scripts touch both keys: on a cluster its prefix needs a {hash tag}.
 		if l := readOne(t, c, job+":lock", inspect.Options{}); l.Layout.Confidence != inspect.Certain || codes(l) != "NO_FENCE:warning,CROSS_SLOT:warning" {
 			t.Errorf("%s beside its job hash: layout %+v findings %s", value, l.Layout, codes(l))
+		}
+	}
+}
+
+// bullQueue writes what a Bull 4.16.5 (mq false) or BullMQ 6.7.0 (mq true)
+// queue q keeps with job "job-1" running under its lock: the queue's keys
+// (bull lib/queue.js, bullmq classes/queue-keys.js), the job hash
+// (addJob-6.lua, addStandardJob-9.lua, moveToActive) and its lock. It
+// returns the lock key and the queue's other keys.
+func bullQueue(t *testing.T, c *redis.Client, q string, mq bool) (string, []string) {
+	t.Helper()
+	p := "bull:" + q + ":"
+	now := time.Now().UnixMilli()
+	token := guid()
+	if mq {
+		token += ":1"
+		must(t, c.HSet(ctx, p+"meta", "opts.maxLenEvents", "10000", "version", "bullmq:6.7.0").Err())
+		must(t, c.XAdd(ctx, &redis.XAddArgs{Stream: p + "events", Values: []string{"event", "added", "jobId", "job-1"}}).Err())
+		must(t, c.ZAdd(ctx, p+"marker", redis.Z{Score: 0, Member: "0"}).Err())
+		must(t, c.Set(ctx, p+"de:order-7", "job-2", time.Minute).Err())
+		must(t, c.RPush(ctx, p+"job-1:logs", "started").Err())
+	}
+	must(t, c.Set(ctx, p+"id", "2", 0).Err())
+	must(t, c.LPush(ctx, p+"active", "job-1").Err())
+	must(t, c.LPush(ctx, p+"wait", "job-2").Err())
+	must(t, c.Set(ctx, p+"stalled-check", strconv.FormatInt(now, 10), 30*time.Second).Err())
+	for _, id := range []string{"job-1", "job-2"} {
+		must(t, c.HSet(ctx, p+id, "name", "__default__", "data", `{"n":1}`, "opts", `{"attempts":1}`, "timestamp", now, "delay", 0, "priority", 0).Err())
+	}
+	must(t, c.HSet(ctx, p+"job-1", "processedOn", now, "ats", 1).Err())
+	must(t, c.Set(ctx, p+"job-1:lock", token, 30*time.Second).Err())
+	keys, err := c.Keys(ctx, p+"*").Result()
+	must(t, err)
+	return p + "job-1:lock", slices.DeleteFunc(keys, func(k string) bool { return k == p+"job-1:lock" })
+}
+
+// TestBullQueueKeys: a Bull or BullMQ queue's keys are its companions,
+// named by library, never locks, so `watch --pattern` makes no ownership
+// event for them (issue 44); keys of those names with no queue beside
+// them are not taken for one.
+func TestBullQueueKeys(t *testing.T) {
+	c := client(t)
+	for _, mq := range []bool{false, true} {
+		name := map[bool]string{false: "bull", true: "bullmq"}[mq]
+		lock, others := bullQueue(t, c, name+"-"+redistest.Name(t), mq)
+		if l := readOne(t, c, lock, inspect.Options{}); l.Layout.Name != name || l.Layout.Confidence != inspect.Certain || l.Role != "" {
+			t.Errorf("%s: layout %+v role %q", lock, l.Layout, l.Role)
+		}
+		for _, k := range others {
+			want := inspect.RoleJobQueue
+			if strings.HasSuffix(k, ":job-1") || strings.HasSuffix(k, ":job-2") {
+				want = inspect.RoleJob
+			}
+			if l := readOne(t, c, k, inspect.Options{}); l.Layout.Name != name || l.Role != want || len(l.Findings) != 0 {
+				t.Errorf("%s (%s): layout %+v role %q findings %s; want %s %s, none", k, l.Type, l.Layout, l.Role, codes(l), name, want)
+			}
+		}
+	}
+	// The names alone: a counter, a hash of job-like fields and a "meta"
+	// hash side by side, or an "events" stream or an "active" list, with
+	// no queue beside them, are no queue's.
+	p, p2, p3 := "app:"+redistest.Name(t)+":", "app2:"+redistest.Name(t)+":", "app3:"+redistest.Name(t)+":"
+	must(t, c.Set(ctx, p+"id", "7", 0).Err())
+	must(t, c.HSet(ctx, p+"42", "name", "ada").Err())
+	must(t, c.HSet(ctx, p+"meta", "version", "3").Err())
+	must(t, c.XAdd(ctx, &redis.XAddArgs{Stream: p3 + "events", Values: []string{"event", "signup"}}).Err())
+	must(t, c.LPush(ctx, p2+"active", "ada").Err())
+	for _, k := range []string{p + "id", p + "42", p + "meta", p3 + "events", p2 + "active"} {
+		if l := readOne(t, c, k, inspect.Options{}); l.Layout.Name != "unknown" || l.Role == inspect.RoleJobQueue || l.Role == inspect.RoleJob {
+			t.Errorf("%s alone: layout %+v role %q; want unknown", k, l.Layout, l.Role)
 		}
 	}
 }

@@ -185,6 +185,9 @@ func (d *Differ) Next(cur Sample) []Event {
 // next is Next without OVER_ADMITTED: the ownership events.
 func (d *Differ) next(cur Sample) []Event {
 	prev := d.prev
+	if prev != nil && prev.Role != "" && cur.Exists && cur.Role == "" && cur.Type == prev.Type {
+		cur.Role = prev.Role // a companion stays one while it exists: its evidence (a queue's lists) comes and goes
+	}
 	if cur.Role != "" || prev != nil && prev.Role != "" && !cur.Exists {
 		d.prev = &cur
 		return d.companion(cur, prev)

@@ -76,6 +76,13 @@ func TestDerive(t *testing.T) {
 		{"expiry set", []inspect.Sample{held(0, "A", -1), held(100, "A", 30000)}, inspect.WatchOptions{}, "HELD TTL_JUMP"},
 		{"no expiry on either side", []inspect.Sample{held(0, "A", -1), held(100, "A", -1)}, inspect.WatchOptions{}, "HELD"},
 		{"type changed", []inspect.Sample{{At: at(0), Key: "k", Exists: true, Type: "hash", PTTLMS: -1}, {At: at(100), Key: "k", Exists: true, Type: "list", PTTLMS: -1}}, inspect.WatchOptions{}, "HELD TAKEOVER"},
+		// A Bull queue's "id" counter is its companion beside the queue's
+		// lists; when they empty out it stays one until it goes.
+		{"a companion stays one while it exists", []inspect.Sample{
+			{At: at(0), Key: "k", Exists: true, Type: "string", PTTLMS: -1, Role: inspect.RoleJobQueue},
+			{At: at(100), Key: "k", Exists: true, Type: "string", PTTLMS: -1},
+			gone(200), {At: at(300), Key: "k", Exists: true, Type: "string", PTTLMS: -1},
+		}, inspect.WatchOptions{}, "COMPANION COMPANION_GONE ACQUIRED"},
 		{"jitter is not a jump", []inspect.Sample{held(0, "A", 30000), held(100, "A", 29870)}, inspect.WatchOptions{}, "HELD"},
 		{"fence backwards", []inspect.Sample{fenced(held(0, "A", 30000), 18), gone(100), fenced(held(200, "B", 30000), 17)}, inspect.WatchOptions{}, "HELD RELEASED FENCE_BACKWARDS ACQUIRED"},
 		// shared/cases.md 5: a Redisson watchdog renews 30000 → 25000 → 28000

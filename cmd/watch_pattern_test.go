@@ -18,8 +18,8 @@ import (
 var ownershipEvents = []string{inspect.EventHeld, inspect.EventAcquired, inspect.EventRenewed, inspect.EventReleased,
 	inspect.EventExpired, inspect.EventTakeover}
 
-// TestWatchPatternRealHolders: `watch --pattern '*'` over a server, and
-// over a 3-primary cluster, follows real `lockctl run` holders through each
+// TestWatchPatternRealHolders: `watch --pattern '*'` over a server,
+// through Sentinel, and over a 3-primary cluster, follows real `lockctl run` holders through each
 // ownership change: ACQUIRED and RENEWED (a 3s lease renewed), RELEASED
 // (the run ends), EXPIRED (its lockctl SIGKILLed: nothing releases it) and
 // TAKEOVER (a second run takes the lock of a stopped one, met by the next
@@ -27,13 +27,16 @@ var ownershipEvents = []string{inspect.EventHeld, inspect.EventAcquired, inspect
 // beside the locks, make no ownership event.
 func TestWatchPatternRealHolders(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"server", "cluster"} {
+	for _, kind := range []string{"server", "sentinel", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			var url string
-			if kind == "server" {
+			switch kind {
+			case "server":
 				url = redistest.Start(t).URL()
-			} else {
+			case "sentinel":
+				url = redistest.StartSentinel(t).URL()
+			default:
 				url = redistest.StartCluster(t, 3).URL()
 			}
 			followHolders(t, url)

@@ -112,6 +112,9 @@ const (
 	// RoleJobQueue is one of the keys of a job queue whose jobs run under
 	// locks (its lists, counters, event stream): builtin_layouts.yaml, bull.
 	RoleJobQueue = "job_queue"
+	// RoleProbe is a key a library writes to test the server, beside no
+	// lock in particular (builtin_layouts.yaml: Symfony's TIME check).
+	RoleProbe = "probe"
 	// RolePermits is a semaphore's counter of available permits (semaphore.go).
 	RolePermits = "permits_counter"
 	// rolePermitTimeouts is the zset an integer key would have as Redisson's

@@ -18,7 +18,7 @@ import (
 var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count"}
 
 // declaredRoles are the companion roles a declared layout may name.
-var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleCounter, RoleDigest}
+var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest}
 
 // declaredTypes are the Redis types a declared layout may describe; a
 // stream (whose entries lockctl does not read) or "any" type is a role

@@ -95,6 +95,22 @@ func TestDeclaredCompanionByName(t *testing.T) {
 	}
 }
 
+// TestSymfonyProbe: Symfony's TIME check, "1" for 1 ms at a fixed key,
+// is its probe, not a lock held for a millisecond (watch --pattern caught
+// one once); "1" under another name is still no probe.
+func TestSymfonyProbe(t *testing.T) {
+	c := client(t)
+	must(t, c.Set(ctx, "symfony_check_support_time", "1", time.Minute).Err()) // PX 1 in Symfony: a minute to read it here
+	if l := readOne(t, c, "symfony_check_support_time", inspect.Options{}); l.Layout.Name != "symfony-lock" || l.Role != inspect.RoleProbe || codes(l) != "" {
+		t.Errorf("probe: layout %+v role %q findings %s; want symfony-lock probe, none", l.Layout, l.Role, codes(l))
+	}
+	k := "check_support_time:" + redistest.Name(t)
+	must(t, c.Set(ctx, k, "1", time.Minute).Err())
+	if l := readOne(t, c, k, inspect.Options{}); l.Layout.Name == "symfony-lock" || l.Role == inspect.RoleProbe {
+		t.Errorf("%s: layout %+v role %q; want no probe", k, l.Layout, l.Role)
+	}
+}
+
 // TestParseLayoutsErrors: each mistake is one line naming the file, the
 // line, the value and what is accepted.
 func TestParseLayoutsErrors(t *testing.T) {

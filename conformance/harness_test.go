@@ -192,6 +192,7 @@ type lockJSON struct {
 	Key      string `json:"key"`
 	Exists   bool   `json:"exists"`
 	OwnerHex string `json:"owner_hex"`
+	Role     string `json:"role"`
 	Layout   struct {
 		Name       string          `json:"name"`
 		Confidence string          `json:"confidence"`

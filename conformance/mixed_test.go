@@ -215,24 +215,27 @@ func listErrors(locks []lockJSON, keys []string) string {
 	return b.String()
 }
 
-// verdicts is one line per case: the layout given to each of its keys,
-// RIGHT when layoutRight, and the warnings.
+// verdicts is one line per key: for a case's key the layout it got, RIGHT
+// when layoutRight, and the warnings and errors; for the other keys (the
+// shapes, asynq's, the queues' companions) the layout and shape they got,
+// the table of generic shapes (issue 40).
 func verdicts(locks []lockJSON, owner map[string]libCase) string {
 	var rows []string
 	for _, l := range locks {
+		var warn []string
+		for _, f := range l.Findings {
+			if f.Severity != "info" {
+				warn = append(warn, f.Code+":"+f.Severity)
+			}
+		}
 		c, ok := owner[l.Key]
 		if !ok {
+			rows = append(rows, fmt.Sprintf("  ~ %s: %s %s (shape %q, role %q) %v", l.Key, l.Layout.Name, l.Layout.Confidence, l.Layout.Shape, l.Role, warn))
 			continue
 		}
 		v := "RIGHT"
 		if !layoutRight(l, c.Layouts) {
 			v = "WRONG"
-		}
-		var warn []string
-		for _, f := range l.Findings {
-			if f.Severity != "info" {
-				warn = append(warn, f.Code)
-			}
 		}
 		rows = append(rows, fmt.Sprintf("  %s %s: %s %s (shape %q) %v", c.ID, l.Key, v, l.Layout.Name, l.Layout.Shape, warn))
 	}

@@ -15,7 +15,8 @@ import (
 type Declared struct {
 	// Name is the layout name inspect reports; Library says whose it is.
 	Name, Library string
-	// Type is the Redis type of the key: string, hash, zset, list or set.
+	// Type is the Redis type of the key: string, hash, zset, list or set;
+	// for a role layout also stream or any (matched by key alone).
 	Type string
 	// Key is a glob over the whole key: * any run of bytes (captured, {1}
 	// to {9} in templates, the longest run first), ? one byte. A file's

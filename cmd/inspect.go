@@ -124,6 +124,7 @@ func NewCmdInspect(f *Factory, runF func(*InspectOptions) error) *cobra.Command 
   lockctl inspect --pattern 'lock:*' --fail-on error
   lockctl inspect --pattern '*' -o jsonl > locks.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			endOnSecondSignal(cmd.Context())
 			format, err := f.Output(inspectFormats...)
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/agnivade/levenshtein"
 	"github.com/lockctl/lockctl/internal/supervise"
@@ -61,6 +62,18 @@ type signalContext struct {
 	notified        context.Context
 	cancel          context.CancelFunc
 	received        atomic.Value // the os.Signal that cancelled notified
+	forceOnSecond   atomic.Bool  // a second signal ends lockctl (endOnSecondSignal)
+}
+
+// endOnSecondSignal makes a second stop signal end lockctl within
+// secondSignalGrace: for the commands that only read and print (inspect,
+// watch), whose clean-up may wait on a blocked write. Commands with
+// children or scratch state to clean up (run, trial, simulate --redis)
+// keep waiting for theirs.
+func endOnSecondSignal(ctx context.Context) {
+	if c, ok := ctx.(*signalContext); ok {
+		c.forceOnSecond.Store(true)
+	}
 }
 
 func (c *signalContext) install() context.Context {
@@ -69,7 +82,7 @@ func (c *signalContext) install() context.Context {
 		c.notified, c.cancel = notified, cancel
 		// Notify with no signals would take every signal.
 		if sigs := stopSignals(); len(sigs) > 0 {
-			ch := make(chan os.Signal, 1)
+			ch, stopped := make(chan os.Signal, 1), make(chan struct{})
 			signal.Notify(ch, sigs...)
 			go func() {
 				select {
@@ -77,9 +90,30 @@ func (c *signalContext) install() context.Context {
 					c.received.Store(s)
 					cancel()
 				case <-notified.Done():
+					return
+				}
+				// A second signal ends a reading command within secondSignalGrace,
+				// with nothing printed: the first one's clean-up may wait on a
+				// write nobody reads (a terminal held by Ctrl-S, a full pipe),
+				// which no context ends.
+				for {
+					select {
+					case s := <-ch:
+						if !c.forceOnSecond.Load() {
+							continue
+						}
+						select {
+						case <-time.After(secondSignalGrace):
+							os.Exit(signalExit(s))
+						case <-stopped:
+						}
+						return
+					case <-stopped:
+						return
+					}
 				}
 			}()
-			c.cancel = func() { cancel(); signal.Stop(ch) }
+			c.cancel = func() { cancel(); signal.Stop(ch); close(stopped) }
 		}
 		c.installed.Store(true)
 	})
@@ -113,6 +147,19 @@ var stopExits = map[os.Signal]struct {
 	syscall.SIGTERM: {ExitTerminated, "terminated"},
 	syscall.SIGHUP:  {ExitHangup, "hangup"},
 	syscall.SIGQUIT: {ExitQuit, "quit"},
+}
+
+// secondSignalGrace is how long a command has, after a second stop
+// signal, to end the way the signal asks (inspect closes its JSON or YAML
+// document at the next lock) before lockctl exits regardless.
+const secondSignalGrace = time.Second
+
+// signalExit is the exit code for a stop signal: 128 + its number.
+func signalExit(s os.Signal) int {
+	if e, ok := stopExits[s]; ok {
+		return e.code
+	}
+	return ExitInterrupted
 }
 
 func (c *signalContext) Done() <-chan struct{} { return c.install().Done() }

@@ -93,6 +93,7 @@ with one line on stderr, before watch gives up with exit 3; so does a
   lockctl watch order-demo-001 --duration 30s
   lockctl watch --pattern 'lock:*' --scan-rate 20000 -o jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			endOnSecondSignal(cmd.Context())
 			format, err := f.Output(watchFormats...)
 			if err != nil {
 				return err

@@ -348,7 +348,6 @@ Writing: run, unlock, simulate --redis (under its own key prefix), trial
 		NewCmdVersion(f, nil),
 		NewCmdLease(f, nil),
 		NewCmdConfig(f, nil),
-		NewCmdDocs(f, nil),
 		NewCmdChecklist(f, nil),
 		NewCmdRun(f, nil),
 		NewCmdUnlock(f, nil),

@@ -12,7 +12,7 @@
 #
 #   bench/trial.sh                                   # 20 seeds, defaults below
 #   SEEDS=5 FENCED_S=8 bench/trial.sh                # quicker
-#   LOCKCTL=/path/to/lockctl bench/trial.sh          # a given build
+#   LOCKCTL=/path/to/lockctl bench/trial.sh          # a given build (lockctl-store beside it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
@@ -24,7 +24,8 @@ STORE=${STORE:-postgres://postgres@127.0.0.1:5432/postgres}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 lockctl=${LOCKCTL:-$tmp/lockctl}
-[ -n "${LOCKCTL:-}" ] || go build -o "$lockctl" .
+# --store runs lockctl-store, built beside lockctl (cmd/companion.go).
+[ -n "${LOCKCTL:-}" ] || go build -o "$tmp/" . ./lockctl-store
 (cd examples && go build -o "$tmp/redsync-balance" ./redsync-balance)
 
 history='SELECT fence, NULL AS key, account AS resource FROM ledger ORDER BY id'

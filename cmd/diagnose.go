@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockctl/lockctl/diagnose"
 	"github.com/lockctl/lockctl/inspect"
-	"github.com/lockctl/lockctl/trial/store"
+	"github.com/lockctl/lockctl/trial/storeapi"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -96,6 +96,9 @@ database in the path; its password never appears in any output.`,
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.StoreURL != "" && !storeapi.Linked() {
+				return handOver(f, storeBinary, "diagnose --store")
+			}
 			return diagnoseRun(opts)
 		},
 	}
@@ -169,7 +172,7 @@ func diagnoseRun(opts *DiagnoseOptions) error {
 	ctx := opts.Ctx
 	do := diagnose.Options{PIDs: opts.PIDs, Fence: opts.Fence, OldValueFence: opts.OldValueFence}
 	if opts.StoreURL != "" {
-		b, err := store.OpenBoundary(ctx, opts.StoreURL)
+		b, err := storeapi.OpenBoundary(ctx, opts.StoreURL)
 		if err != nil {
 			return storeError(err)
 		}

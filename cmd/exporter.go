@@ -100,7 +100,7 @@ without its package inits.`,
 				return runF(opts)
 			}
 			if !opts.PrintRules && !exporter.Linked() {
-				return handOverExporter(f)
+				return handOver(f, exporterBinary, "exporter")
 			}
 			return exporterRun(opts)
 		},

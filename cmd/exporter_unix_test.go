@@ -31,13 +31,7 @@ func TestExporterSIGTERM(t *testing.T) {
 // it, one line and exit 127.
 func TestExporterHandOver(t *testing.T) {
 	t.Parallel()
-	bin := t.TempDir()
-	if err := os.Link(releasedLockctl(t), filepath.Join(bin, "lockctl")); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := exec.Command("go", "build", "-o", filepath.Join(bin, "lockctl-exporter"), "../lockctl-exporter").CombinedOutput(); err != nil {
-		t.Fatalf("go build lockctl-exporter: %v\n%s", err, b)
-	}
+	bin := releasedWith(t, "lockctl-exporter")
 	exporterUntilSIGTERM(t, filepath.Join(bin, "lockctl"))
 
 	alone := t.TempDir()

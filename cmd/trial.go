@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/contain"
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/trial"
+	"github.com/lockctl/lockctl/trial/storeapi"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
@@ -124,6 +125,9 @@ func NewCmdTrial(f *Factory, runF func(*TrialOptions) error) *cobra.Command {
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.Store != nil && !storeapi.Linked() {
+				return handOver(f, storeBinary, "trial --store")
 			}
 			return trialRun(opts)
 		},

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockctl/lockctl/trial"
-	"github.com/lockctl/lockctl/trial/store"
+	"github.com/lockctl/lockctl/trial/storeapi"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -44,7 +44,7 @@ func (v *trialFlags) cleanupOptions(f *Factory, cmd *cobra.Command, args []strin
 func trialCleanup(opts *TrialOptions) error {
 	res := trialCleanupResult{Dropped: trial.DropOrphans("")}
 	if opts.Store != nil {
-		dbs, err := store.DropOrphans(opts.Ctx, opts.Store.URL)
+		dbs, err := storeapi.DropOrphans(opts.Ctx, opts.Store.URL)
 		res.Dropped = append(res.Dropped, databases(dbs)...)
 		if err != nil {
 			_ = printCleanup(opts.Printer, res)
@@ -73,7 +73,7 @@ func printCleanup(p *Printer, res trialCleanupResult) error {
 func dropOrphans(opts *TrialOptions) {
 	out := trial.DropOrphans("")
 	if opts.Store != nil {
-		dbs, err := store.DropOrphans(opts.Ctx, opts.Store.URL)
+		dbs, err := storeapi.DropOrphans(opts.Ctx, opts.Store.URL)
 		if err != nil {
 			fmt.Fprintf(opts.ErrOut, "lockctl: looking for the scratch databases of killed trials: %v\n", err)
 		}
@@ -84,7 +84,7 @@ func dropOrphans(opts *TrialOptions) {
 	}
 }
 
-func databases(dbs []store.Dropped) []trial.Orphan {
+func databases(dbs []storeapi.Dropped) []trial.Orphan {
 	out := make([]trial.Orphan, 0, len(dbs))
 	for _, d := range dbs {
 		out = append(out, trial.Orphan{Kind: trial.OrphanDatabase, Name: d.Name, Why: d.Why})

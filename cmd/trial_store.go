@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/lockcore"
 	"github.com/lockctl/lockctl/trial"
-	"github.com/lockctl/lockctl/trial/store"
+	"github.com/lockctl/lockctl/trial/storeapi"
 	"github.com/spf13/cobra"
 )
 
@@ -127,7 +127,7 @@ func storeSecrets(raw string) []string {
 // to call after the run (with --keep it names the database on errOut
 // instead) and the database's report for the result.
 func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writer) (func(), *trial.StoreReport, error) {
-	s, err := store.Open(ctx, st.URL)
+	s, err := storeapi.Open(ctx, st.URL)
 	if err != nil {
 		return nil, nil, storeError(err)
 	}
@@ -160,7 +160,7 @@ func (st *trialStore) open(ctx context.Context, o *trial.Options, errOut io.Writ
 	}
 	o.DatabaseURL = s.URL()
 	o.Judge = func(ctx context.Context) ([]trial.Violation, error) {
-		var vs []store.Violation
+		var vs []storeapi.Violation
 		err := st.timed(ctx, func(ctx context.Context) (err error) {
 			vs, err = s.Judge(ctx, st.History, st.Check)
 			return err
@@ -196,7 +196,7 @@ func (st *trialStore) timed(ctx context.Context, fn func(context.Context) error)
 // storeError is exit 2 for what the user gave (a scheme, a schema, a
 // query), else exit 3: the database server cannot be reached.
 func storeError(err error) error {
-	if errors.Is(err, store.ErrInput) {
+	if errors.Is(err, storeapi.ErrInput) {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	return &ExitError{Code: ExitRedis, Err: err}

@@ -29,11 +29,12 @@ var tools = map[string][]string{
 var expectRE = regexp.MustCompile(`--expect (safe|unsafe)`)
 
 func TestExamples(t *testing.T) {
-	// LOCKCTL_BIN names a lockctl binary to try instead of building one.
+	// LOCKCTL_BIN names a lockctl binary to try instead of building one;
+	// --store runs lockctl-store, which must be beside it.
 	bin := filepath.Dir(os.Getenv("LOCKCTL_BIN"))
 	if os.Getenv("LOCKCTL_BIN") == "" {
 		bin = t.TempDir()
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, "lockctl"), ".")
+		build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), ".", "./lockctl-store")
 		build.Dir = ".."
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("building lockctl: %v\n%s", err, out)

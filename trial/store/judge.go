@@ -12,27 +12,17 @@ import (
 	"unicode"
 
 	"github.com/lockctl/lockctl/history"
+
+	"github.com/lockctl/lockctl/trial/storeapi"
 )
 
 // maxCheckRows bounds the rows one history.CodeInvariant carries; Detail still
 // gives the full count.
 const maxCheckRows = 100
 
-// Violation is one thing the database kept that a correct run would not
-// have: a stale write, a duplicate effect or a row of the invariant query.
-type Violation struct {
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
-	// Rows are the rows that show it, each value as text ("NULL" for NULL),
-	// in the query's column order: for history.CodeStaleWrite the earlier
-	// higher-fenced write then the stale one; for history.CodeDuplicate every
-	// write with the key; for history.CodeInvariant the check's rows (at most
-	// 100), its column names in Detail.
-	Rows     [][]string `json:"rows,omitempty"`
-	Fence    *int64     `json:"fence,omitempty"`    // the stale write's fence
-	Key      *string    `json:"key,omitempty"`      // the repeated idempotency key
-	Resource string     `json:"resource,omitempty"` // the stale write's resource ("" when the history has none)
-}
+// Violation is storeapi.Violation, which cmd reads without linking the
+// drivers.
+type Violation = storeapi.Violation
 
 // Judge runs the history and the check query (either may be "") in the
 // scratch database and returns what they show, in history order then check

@@ -10,14 +10,12 @@ import (
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/owner"
+
+	"github.com/lockctl/lockctl/trial/storeapi"
 )
 
-// Dropped is one scratch database DropOrphans removed: its name (the
-// SQLite file's path) and why its lockctl is known to be gone.
-type Dropped struct {
-	Name string `json:"name"`
-	Why  string `json:"why"`
-}
+// Dropped is storeapi.Dropped.
+type Dropped = storeapi.Dropped
 
 // orphanOwner returns the owner of a scratch database named name when that
 // lockctl is provably gone (internal/owner), and why; false for a name

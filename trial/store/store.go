@@ -17,12 +17,11 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/owner"
+	"github.com/lockctl/lockctl/trial/storeapi"
 )
 
-// ErrInput marks errors caused by what the user gave (an unsupported URL
-// scheme, a schema that fails, a history query with the wrong columns, a
-// query the server refuses); cmd maps them to exit 2. Test with errors.Is.
-var ErrInput = errors.New("bad input")
+// ErrInput marks errors caused by what the user gave: storeapi.ErrInput.
+var ErrInput = storeapi.ErrInput
 
 // inputError is an error of the user's input: its message as it is, and
 // errors.Is(err, ErrInput).
@@ -35,7 +34,30 @@ func inputErrorf(format string, args ...any) error {
 }
 
 // NamePrefix starts the name of every scratch database (and SQLite file).
-const NamePrefix = "lockctl_trial_"
+const NamePrefix = storeapi.NamePrefix
+
+// init registers this package with storeapi: lockctl-store and the tests
+// link it, lockctl does not (storeapi's package comment says why). The
+// funcs return a nil interface, not a typed nil, with an error.
+func init() {
+	storeapi.Register(storeapi.Driver{
+		Open: func(ctx context.Context, rawURL string) (storeapi.Scratch, error) {
+			s, err := Open(ctx, rawURL)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		OpenBoundary: func(ctx context.Context, rawURL string) (storeapi.Boundary, error) {
+			b, err := OpenBoundary(ctx, rawURL)
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
+		DropOrphans: DropOrphans,
+	})
+}
 
 // dropTimeout bounds Drop when its context is already done (Ctrl-C): the
 // scratch database must still go.

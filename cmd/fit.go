@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -93,9 +92,11 @@ func wrapWords(s string, width int) string {
 	for _, para := range strings.Split(s, "\n") {
 		line, lineW := "", 0
 		// Each word keeps the spaces before it (alignment, indentation)
-		// unless it starts a wrapped line.
-		for _, m := range wordWithSpaces.FindAllStringSubmatch(para, -1) {
-			gap, word := m[1], m[2]
+		// unless it starts a wrapped line; spaces after the last are dropped.
+		for rest := para; strings.TrimLeft(rest, " ") != ""; {
+			gap := rest[:len(rest)-len(strings.TrimLeft(rest, " "))]
+			word, _, _ := strings.Cut(rest[len(gap):], " ")
+			rest = rest[len(gap)+len(word):]
 			w := cellWidth(word)
 			if lineW > 0 && lineW+len(gap)+w > width {
 				out = append(out, line)
@@ -108,9 +109,6 @@ func wrapWords(s string, width int) string {
 	}
 	return strings.Join(out, "\n")
 }
-
-// wordWithSpaces is a word and the spaces before it.
-var wordWithSpaces = regexp.MustCompile(`( *)([^ ]+)`)
 
 // columnWidths are the widths of the widest line of each column of rows.
 func columnWidths(rows [][]string) []int {

@@ -463,8 +463,22 @@ func writeColumns(w io.Writer, rows [][]string) error {
 // cellWidth is the width of s in terminal cells by lipgloss.Width, with each
 // byte that is not UTF-8 counted as the U+FFFD a terminal shows for it.
 func cellWidth(s string) int {
+	if printableASCII(s) { // one cell a byte: skips lipgloss's ANSI parser
+		return len(s)
+	}
 	if !utf8.ValidString(s) {
 		s = string([]rune(s))
 	}
 	return lipgloss.Width(s)
+}
+
+// printableASCII reports whether s is only bytes 0x20 to 0x7e: no escape
+// sequence, no wide or combining character.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

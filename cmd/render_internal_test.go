@@ -221,3 +221,25 @@ func TestObjectStreamPrintsAsRowsCome(t *testing.T) {
 		t.Errorf("dropped %v at 40 columns", dropped)
 	}
 }
+
+// TestWrapWords: lines break at spaces only, each word keeps the spaces
+// before it unless it starts a line, a word wider than the width stays
+// whole, and trailing spaces go.
+func TestWrapWords(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  string
+	}{
+		{"short", 80, "short"},
+		{"one two three four", 9, "one two\nthree\nfour"},
+		{"  indented  words here  ", 12, "  indented\nwords here"},
+		{"a verylongwordindeed b", 5, "a\nverylongwordindeed\nb"},
+		{"para one\n\n  para two", 6, "para\none\n\n  para\ntwo"},
+		{"x y", 0, "x y"},
+	} {
+		if got := wrapWords(tc.in, tc.width); got != tc.want {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
+		}
+	}
+}

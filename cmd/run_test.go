@@ -5,7 +5,6 @@ package cmd_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/cmd"
+	"github.com/lockctl/lockctl/internal/procstat"
 	"github.com/lockctl/lockctl/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -47,30 +47,18 @@ func written(path string) (string, bool) {
 // alive reports whether pid runs: it exists and is not a zombie (an orphan
 // killed here may wait for a reaper that never comes in a container).
 func alive(pid int) bool {
-	f, err := statFields(pid)
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return syscall.Kill(pid, 0) == nil
 	}
-	return len(f) == 0 || f[0] != "Z"
+	return st.State != 'Z'
 }
 
-// processState is the state letter of pid in /proc ('T': stopped).
+// processState is the state letter of pid in /proc ('T': stopped), 0
+// when it cannot be read.
 func processState(pid int) byte {
-	f, err := statFields(pid)
-	if err != nil || len(f) == 0 {
-		return 0
-	}
-	return f[0][0]
-}
-
-// statFields are the fields of /proc/PID/stat after "pid (comm)": state,
-// ppid, pgrp, ... (comm may hold spaces and parentheses).
-func statFields(pid int) ([]string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])), nil
+	st, _ := procstat.Read(pid)
+	return st.State
 }
 
 func waitState(t *testing.T, pid int, state byte) {
@@ -657,14 +645,8 @@ func watchdogOf(lockctl int) int {
 
 // parentPID reads pid's parent from /proc/PID/stat.
 func parentPID(pid int) (int, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	if len(f) < 2 {
-		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: unexpected format")
-	}
-	return strconv.Atoi(f[1])
+	st, err := procstat.Read(pid)
+	return st.PPID, err
 }
 
 // A closed stderr does not end lockctl by SIGPIPE at its first message once

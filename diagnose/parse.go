@@ -6,36 +6,9 @@ import (
 	"strings"
 )
 
-// procStat is what diagnose takes from /proc/PID/stat (proc_pid_stat(5)).
-type procStat struct {
-	comm      string
-	state     string
-	ppid      int
-	startTick int64 // field 22: start time after boot, in clock ticks
-}
-
-// parseStat reads /proc/PID/stat; the command name is between the first
-// "(" and the last ")" (it may hold spaces and parentheses).
-func parseStat(text string) (procStat, bool) {
-	open, closing := strings.IndexByte(text, '('), strings.LastIndexByte(text, ')')
-	if open < 0 || closing < open {
-		return procStat{}, false
-	}
-	f := strings.Fields(text[closing+1:])
-	if len(f) < 20 {
-		return procStat{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseInt(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
-		return procStat{}, false
-	}
-	return procStat{comm: text[open+1 : closing], state: stateName(f[0]), ppid: ppid, startTick: start}, true
-}
-
 // stateName words a state letter of /proc/PID/stat.
-func stateName(letter string) string {
-	switch letter {
+func stateName(letter byte) string {
+	switch string(letter) {
 	case "R":
 		return "running"
 	case "S":
@@ -53,7 +26,7 @@ func stateName(letter string) string {
 	case "I":
 		return "idle"
 	}
-	return letter
+	return string(letter)
 }
 
 // fdFirst are the calls whose first argument is the file descriptor they

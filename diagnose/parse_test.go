@@ -5,14 +5,11 @@ import (
 	"testing"
 )
 
-func TestParseStat(t *testing.T) {
-	// A command name with spaces and parentheses, state T (SIGSTOP).
-	st, ok := parseStat("4242 (my (odd) worker) T 4200 4242 7233 0 -1 4194304 136 0 0 0 0 0 0 0 20 0 1 0 72981 2990080 393")
-	if !ok || st.comm != "my (odd) worker" || st.state != "stopped" || st.ppid != 4200 || st.startTick != 72981 {
-		t.Errorf("parseStat = %+v, %v", st, ok)
-	}
-	if _, ok := parseStat("4242 (short) S 1"); ok {
-		t.Error("a cut stat line parsed")
+func TestStateName(t *testing.T) {
+	for letter, want := range map[byte]string{'T': "stopped", 't': "tracing_stop", 'D': "disk_wait", 'W': "W"} {
+		if got := stateName(letter); got != want {
+			t.Errorf("stateName(%q) = %q, want %q", letter, got, want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/procnet"
+	"github.com/lockctl/lockctl/internal/procstat"
 )
 
 // procNote is empty: /proc is there to read.
@@ -71,16 +72,16 @@ func (r *procReader) process(pid int) (Process, error) {
 	if err != nil {
 		return Process{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	st, ok := parseStat(string(b))
+	st, ok := procstat.Parse(b)
 	if !ok {
 		return Process{}, fmt.Errorf("pid %d: /proc/%d/stat does not parse", pid, pid)
 	}
-	p := Process{PID: pid, PPID: st.ppid, Comm: st.comm, State: st.state, Threads: []Thread{}, Connections: []Conn{}}
+	p := Process{PID: pid, PPID: st.PPID, Comm: st.Comm, State: stateName(st.State), Threads: []Thread{}, Connections: []Conn{}}
 	if comm, err := os.ReadFile(dir + "/comm"); err == nil {
 		p.Comm = strings.TrimSpace(string(comm))
 	}
 	if r.uptimeMS > 0 {
-		p.AgeMS = max(r.uptimeMS-st.startTick*1000/userHZ, 0)
+		p.AgeMS = max(r.uptimeMS-int64(st.StartTicks)*1000/userHZ, 0)
 		p.StartedAt = r.now.Add(-time.Duration(p.AgeMS) * time.Millisecond).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	unreadable := map[string]bool{}
@@ -116,11 +117,11 @@ func (r *procReader) threads(dir string, note func(string, error)) []Thread {
 		}
 		td := dir + "/task/" + e.Name()
 		b, err := os.ReadFile(td + "/stat")
-		st, ok := parseStat(string(b))
+		st, ok := procstat.Parse(b)
 		if err != nil || !ok {
 			continue // the thread ended while being read
 		}
-		t := Thread{TID: tid, Comm: st.comm, State: st.state}
+		t := Thread{TID: tid, Comm: st.Comm, State: stateName(st.State)}
 		if w, err := os.ReadFile(td + "/wchan"); err == nil && string(w) != "0" {
 			t.WChan = strings.TrimSpace(string(w))
 		} else {
@@ -196,17 +197,19 @@ func pids() []int {
 	return out
 }
 
-// childrenOf returns the PIDs whose parent is pid.
+// childrenOf returns the PIDs whose parent is pid, lowest first: from the
+// kernel's children files, else from every process's stat.
 func childrenOf(pid int) []int {
-	var out []int
-	for _, p := range pids() {
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat"); err == nil {
-			if st, ok := parseStat(string(b)); ok && st.ppid == pid {
-				out = append(out, p)
+	kids, ok := procstat.Children(pid)
+	if !ok {
+		for _, p := range pids() {
+			if st, err := procstat.Read(p); err == nil && st.PPID == pid {
+				kids = append(kids, p)
 			}
 		}
 	}
-	return out
+	sort.Ints(kids)
+	return kids
 }
 
 // runChildrenFor returns the PIDs of the processes lockctl may read whose

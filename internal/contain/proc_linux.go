@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
-	"strings"
+
+	"github.com/lockctl/lockctl/internal/procstat"
 )
 
 // procInfo is one process as /proc/PID/stat shows it (proc(5)).
@@ -21,23 +22,13 @@ type member struct {
 	start uint64
 }
 
-// readStat parses /proc/PID/stat; false when the process is gone.
+// readStat reads /proc/PID/stat; false when the process is gone.
 func readStat(pid int) (procInfo, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return procInfo{}, false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procInfo{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return procInfo{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	start, _ := strconv.ParseUint(f[19], 10, 64)
-	return procInfo{pid: pid, ppid: ppid, state: f[0][0], start: start}, true
+	return procInfo{pid: pid, ppid: st.PPID, state: st.State, start: st.StartTicks}, true
 }
 
 // snapshot is every process of the system at one moment, by pid.

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/lockctl/lockctl/internal/procstat"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -120,7 +121,7 @@ func groupShared() bool {
 // lockctl is stopped: a Ctrl-Z typed at lockctl's job reached the group.
 func groupStopped() bool {
 	for _, pid := range groupPIDs() {
-		if f, err := statFields(pid); err == nil && f[0] == "T" {
+		if st, err := procstat.Read(pid); err == nil && st.State == 'T' {
 			return true
 		}
 	}
@@ -461,9 +462,6 @@ func ancestorsInGroup() (in map[int]bool, outside int) {
 
 // parentOf reads pid's parent from /proc/PID/stat.
 func parentOf(pid int) (int, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(f[1])
+	st, err := procstat.Read(pid)
+	return st.PPID, err
 }

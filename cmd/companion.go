@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 )
 
 // A companion is lockctl with more linked in, for the commands that need
@@ -19,6 +20,28 @@ const (
 	// diagnose given --store.
 	storeBinary = "lockctl-store"
 )
+
+// handedOverEnv marks a companion's environment: the lockctl that handed
+// the command over has printed the config notices (configNotices), which
+// the companion then leaves out (takeHandOver removes it before anything
+// runs, so no child of the command sees it). lockctl hands over before it
+// connects, so the password warning is the companion's own.
+const handedOverEnv = "LOCKCTL_HANDED_OVER"
+
+// companionEnv is the environment a companion gets: lockctl's, marked.
+func companionEnv(f *Factory) []string {
+	return append(slices.Clone(f.IO.environ()), handedOverEnv+"=1")
+}
+
+// takeHandOver reads and removes the hand-over mark: set, this process is
+// a companion whose lockctl already printed its stderr notices.
+func (f *Factory) takeHandOver() {
+	if f.IO.getenv(handedOverEnv) == "" {
+		return
+	}
+	f.handedOver = true
+	f.IO.unsetenv(handedOverEnv)
+}
 
 // findCompanion returns the path of the companion binary name: beside this
 // executable (the release archives hold them all), else on PATH. The error

@@ -21,7 +21,7 @@ func handOver(f *Factory, name, what string) error {
 	}
 	signal.Ignore(os.Interrupt)
 	c := exec.Command(path, f.args...)
-	c.Stdin, c.Stdout, c.Stderr, c.Env = f.IO.In, f.IO.Out, f.IO.ErrOut, f.IO.environ()
+	c.Stdin, c.Stdout, c.Stderr, c.Env = f.IO.In, f.IO.Out, f.IO.ErrOut, companionEnv(f)
 	err = c.Run()
 	var ee *exec.ExitError
 	switch {

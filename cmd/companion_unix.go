@@ -16,6 +16,6 @@ func handOver(f *Factory, name, what string) error {
 	if err != nil {
 		return err
 	}
-	err = syscall.Exec(path, append([]string{path}, f.args...), f.IO.environ())
+	err = syscall.Exec(path, append([]string{path}, f.args...), companionEnv(f))
 	return &ExitError{Code: ExitCannotRun, Err: fmt.Errorf("%s: cannot start %s: %w", what, path, err)}
 }

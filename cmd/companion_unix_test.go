@@ -26,6 +26,31 @@ func TestStoreHandOver(t *testing.T) {
 		t.Errorf("lockctl trial --cleanup --store beside lockctl-store: %v, %q; want exit 0, nothing to drop", err, out)
 	}
 
+	// A trusted lockctl.yaml in the working directory is named once, by
+	// lockctl, not again by lockctl-store; the hand-over's mark does not
+	// reach the workers, which get the scratch database.
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "lockctl.yaml"), []byte("output: json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trust := exec.Command(filepath.Join(bin, "lockctl"), "config", "trust")
+	trust.Dir, trust.Env = work, env
+	if out, err := trust.CombinedOutput(); err != nil {
+		t.Fatalf("lockctl config trust: %v\n%s", err, out)
+	}
+	envFile := filepath.Join(work, "worker.env")
+	c = exec.Command(filepath.Join(bin, "lockctl"), "trial", "--store", "sqlite:"+t.TempDir(), "--duration", "1s", "--grace", "1s",
+		"--nemesis", "none", "--workers", "1", "--", "sh", "-c", "env >> "+envFile+"; sleep 3")
+	c.Dir, c.Env = work, append(env, "PATH="+os.Getenv("PATH"))
+	out, _ := c.CombinedOutput()
+	workerEnv, _ := os.ReadFile(envFile)
+	if n := strings.Count(string(out), "using lockctl.yaml from the current directory"); n != 1 {
+		t.Errorf("trial --store through lockctl-store named the config file %d times, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(string(workerEnv), "DATABASE_URL=sqlite:") || strings.Contains(string(workerEnv), "LOCKCTL_HANDED_OVER") {
+		t.Errorf("the worker's environment: want DATABASE_URL, no LOCKCTL_HANDED_OVER:\n%s", workerEnv)
+	}
+
 	alone := t.TempDir()
 	if err := os.Link(filepath.Join(bin, "lockctl"), filepath.Join(alone, "lockctl")); err != nil {
 		t.Fatal(err)

@@ -43,6 +43,9 @@ type Factory struct {
 	args []string
 	// passwordWarned says warnPasswordFlag has run (or must not: completion).
 	passwordWarned bool
+	// handedOver says this is a companion run by lockctl's handOver, which
+	// printed the config notices already.
+	handedOver bool
 }
 
 // load reads the configuration for cmd; root's PersistentPreRunE calls it.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,16 @@ func (io *IOStreams) getenv(k string) string {
 		}
 	}
 	return val
+}
+
+// unsetenv removes variable k from Env, or from the process's environment
+// when Env is nil.
+func (io *IOStreams) unsetenv(k string) {
+	if io.Env == nil {
+		_ = os.Unsetenv(k)
+		return
+	}
+	io.Env = slices.DeleteFunc(slices.Clone(io.Env), func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 }
 
 // environ is Env, or the process's environment when Env is nil.

@@ -43,6 +43,7 @@ func Execute(args []string, io *IOStreams) int {
 	ctx := &signalContext{Context: context.Background()}
 	defer ctx.stop()
 	f := &Factory{IO: io}
+	f.takeHandOver()
 	return execute(ctx, f, NewRootCmd(f), args)
 }
 

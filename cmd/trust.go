@@ -92,7 +92,7 @@ func (f *Factory) trustWord() (string, error) {
 // user's own file needs no word), and warns when a file holding a password
 // is readable by group or others. Completion stays quiet.
 func (f *Factory) configNotices() {
-	if f.ConfigPath == "" || f.completing() {
+	if f.ConfigPath == "" || f.completing() || f.handedOver {
 		return
 	}
 	if f.configOrigin == originDir {

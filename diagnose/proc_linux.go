@@ -185,24 +185,12 @@ func runChild(dir string, note func(string, error)) *RunChild {
 	return rc
 }
 
-// pids lists the processes in /proc.
-func pids() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // childrenOf returns the PIDs whose parent is pid, lowest first: from the
 // kernel's children files, else from every process's stat.
 func childrenOf(pid int) []int {
 	kids, ok := procstat.Children(pid)
 	if !ok {
-		for _, p := range pids() {
+		for _, p := range procstat.PIDs() {
 			if st, err := procstat.Read(p); err == nil && st.PPID == pid {
 				kids = append(kids, p)
 			}
@@ -217,7 +205,7 @@ func childrenOf(pid int) []int {
 // gone and that hold no Redis connection of their own.
 func runChildrenFor(key string) []int {
 	var out []int
-	for _, pid := range pids() {
+	for _, pid := range procstat.PIDs() {
 		if rc := runChild("/proc/"+strconv.Itoa(pid), func(string, error) {}); rc != nil && rc.Key == key {
 			out = append(out, pid)
 		}
@@ -232,7 +220,7 @@ func runChildrenFor(key string) []int {
 func socketOwners() (map[[2]netip.AddrPort]int, int) {
 	byInode := map[uint64]int{}
 	hidden := 0
-	for _, pid := range pids() {
+	for _, pid := range procstat.PIDs() {
 		fds, err := procnet.SocketFDs("/proc/" + strconv.Itoa(pid))
 		if err != nil {
 			hidden++

@@ -34,15 +34,7 @@ func readStat(pid int) (procInfo, bool) {
 // snapshot is every process of the system at one moment, by pid.
 func snapshot() map[int]procInfo {
 	out := map[int]procInfo{}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range procstat.PIDs() {
 		if p, ok := readStat(pid); ok {
 			out[pid] = p
 		}

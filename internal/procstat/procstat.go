@@ -62,6 +62,19 @@ func Read(pid int) (Stat, error) {
 	return st, nil
 }
 
+// PIDs lists the processes in /proc, in its order; none where it cannot be
+// read.
+func PIDs() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // Children lists pid's children from the children file of each of its
 // threads (Linux 3.5+, CONFIG_PROC_CHILDREN); ok is false when the kernel
 // has no such files, true with none when pid is gone.

@@ -25,7 +25,7 @@ func TestParse(t *testing.T) {
 }
 
 // TestReadSelfAndChild reads this process and a child it started, and
-// lists the child; a pid that never ran is fs.ErrNotExist.
+// lists both; a pid that never ran is fs.ErrNotExist.
 func TestReadSelfAndChild(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc/PID/stat is Linux's")
@@ -42,6 +42,9 @@ func TestReadSelfAndChild(t *testing.T) {
 	self, err := Read(os.Getpid())
 	if err != nil || self.State != 'R' && self.State != 'S' {
 		t.Errorf("Read(self) = %+v, %v", self, err)
+	}
+	if all := PIDs(); !slices.Contains(all, os.Getpid()) || !slices.Contains(all, c.Process.Pid) {
+		t.Errorf("PIDs() lacks this process or its child: %d pids", len(all))
 	}
 	if kids, ok := Children(os.Getpid()); ok && !slices.Contains(kids, c.Process.Pid) {
 		t.Errorf("Children(self) = %v, lacks %d", kids, c.Process.Pid)

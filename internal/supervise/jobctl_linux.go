@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -132,14 +131,9 @@ func groupStopped() bool {
 // excluded (from /proc; none if it cannot be read).
 func groupPIDs() []int {
 	pgrp, self := unix.Getpgrp(), os.Getpid()
-	d, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []int
-	for _, e := range d {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	for _, pid := range procstat.PIDs() {
+		if pid == self {
 			continue
 		}
 		if pg, err := unix.Getpgid(pid); err == nil && pg == pgrp {

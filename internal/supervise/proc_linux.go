@@ -23,12 +23,7 @@ func findChildGroups(parent int) []int {
 	}
 	pids, ok := procstat.Children(parent)
 	if !ok {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
-				pids = append(pids, pid)
-			}
-		}
+		pids = procstat.PIDs()
 	}
 	var groups []int
 	for _, pid := range pids {

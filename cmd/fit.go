@@ -93,10 +93,13 @@ func wrapWords(s string, width int) string {
 		line, lineW := "", 0
 		// Each word keeps the spaces before it (alignment, indentation)
 		// unless it starts a wrapped line; spaces after the last are dropped.
-		for rest := para; strings.TrimLeft(rest, " ") != ""; {
-			gap := rest[:len(rest)-len(strings.TrimLeft(rest, " "))]
-			word, _, _ := strings.Cut(rest[len(gap):], " ")
-			rest = rest[len(gap)+len(word):]
+		for rest := strings.TrimRight(para, " "); rest != ""; {
+			words := strings.TrimLeft(rest, " ")
+			gap, word := rest[:len(rest)-len(words)], words
+			if end := strings.IndexByte(words, ' '); end >= 0 {
+				word = words[:end]
+			}
+			rest = words[len(word):]
 			w := cellWidth(word)
 			if lineW > 0 && lineW+len(gap)+w > width {
 				out = append(out, line)

@@ -125,6 +125,8 @@ const (
 type companionKey struct {
 	Role string
 	Key  string
+	// Get says its value is read (a declared companion's value expression).
+	Get bool
 }
 
 // companions returns the keys to read next to key, given what was read
@@ -145,10 +147,10 @@ func companions(key string, v Value, opts Options) []companionKey {
 		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
 			// A counter named as one needs no probe: its name already says what it is.
 			if _, role := companionOf(key, v, nil, opts); role == "" {
-				cks = append(cks, companionKey{rolePermitTimeouts, redissonSuffixName(key, "timeout")})
+				cks = append(cks, companionKey{Role: rolePermitTimeouts, Key: redissonSuffixName(key, "timeout")})
 				if _, _, isTime := parseTime(string(v.Bytes)); !isTime {
 					for _, n := range neighbours(key) {
-						cks = append(cks, companionKey{roleNeighbour, n})
+						cks = append(cks, companionKey{Role: roleNeighbour, Key: n})
 					}
 				}
 			}
@@ -166,16 +168,12 @@ func stringCompanions(key string, v Value, opts Options) []companionKey {
 	case isFencedValue(string(v.Bytes)):
 		fk := opts.fenceKey(key)
 		if sib := microiSibling(key); sib != "" && sib != fk {
-			return []companionKey{{RoleFence, fk}, {RoleFence, sib}}
+			return []companionKey{{Role: RoleFence, Key: fk}, {Role: RoleFence, Key: sib}}
 		}
-		return []companionKey{{RoleFence, fk}}
-	case strings.HasPrefix(key, "lock:owner:"):
-		return []companionKey{{RoleExpire, "lock:expire:" + strings.TrimPrefix(key, "lock:owner:")}}
-	case strings.HasPrefix(key, "lock:expire:"):
-		return []companionKey{{RoleOwner, "lock:owner:" + strings.TrimPrefix(key, "lock:expire:")}}
+		return []companionKey{{Role: RoleFence, Key: fk}}
 	case strings.HasPrefix(key, "lock:"):
 		// python-redis-lock before 3.3 (detectString): its signal list names it.
-		return []companionKey{{RoleSignal, "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
+		return []companionKey{{Role: RoleSignal, Key: "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
 	}
 	return nil
 }

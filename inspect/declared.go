@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,10 @@ type Declared struct {
 	// IssuesFence says the layout issues fencing tokens: a fence_counter
 	// companion is its counter, the value's fence group its token.
 	IssuesFence bool
+	// ValueExpiry says the lease's end is kept in a value (an expires_at
+	// group of the value or a companion's), not in a Redis TTL: no TTL is
+	// then by design (redis-lock-gem).
+	ValueExpiry bool
 	// Companions are keys the layout keeps beside the lock.
 	Companions []DeclaredCompanion
 
@@ -62,11 +67,21 @@ type Declared struct {
 // template: {key} the lock key, {tagged_key} the lock key in a hash tag
 // unless it has one, {value} the lock's string value, {1}.. the key's
 // glob runs. Type is the type it must have to count as there ("" any);
-// an Optional one is listed only when it exists; when some are Required,
-// the layout matches only if one of those exists.
+// Value, when set, an expression its string value must match, whose named
+// groups fill what the lock's own left empty; an Optional one is listed
+// only when it exists; when some are Required, the layout matches only if
+// one of those exists.
 type DeclaredCompanion struct {
-	Role, Key, Type    string
-	Optional, Required bool
+	Role, Key, Type, Value string
+	Optional, Required     bool
+
+	value *regexp.Regexp
+}
+
+// there reports whether cv, read at the companion's key, counts as the
+// companion: it exists, of its type, and its value matches.
+func (c DeclaredCompanion) there(cv Value) bool {
+	return cv.Exists() && (c.Type == "" || cv.Type == c.Type) && (c.value == nil || !cv.Truncated && c.value.Match(cv.Bytes))
 }
 
 // compiled returns d with its expressions built.
@@ -78,6 +93,10 @@ func (d Declared) compiled() Declared {
 		return regexp.MustCompile(`^(?:` + expr + `)$`)
 	}
 	d.value, d.field, d.fieldValue, d.member = re(d.Value), re(d.Field), re(d.FieldValue), re(d.Member)
+	d.Companions = slices.Clone(d.Companions) // entries of one file's key list share the slice
+	for i := range d.Companions {
+		d.Companions[i].value = re(d.Companions[i].Value)
+	}
 	d.keyParts = strings.Split(d.Key, "*")
 	if d.Confidence == "" {
 		d.Confidence = Certain
@@ -376,7 +395,7 @@ func companionKeys(key string, v Value, ms []declaredMatch) []companionKey {
 	var out []companionKey
 	for _, m := range ms {
 		for _, c := range m.layout.Companions {
-			out = append(out, companionKey{c.Role, m.expand(c.Key, key, v)})
+			out = append(out, companionKey{Role: c.Role, Key: m.expand(c.Key, key, v), Get: c.Value != ""})
 		}
 	}
 	return out
@@ -403,8 +422,7 @@ func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
 		return true
 	}
 	for _, c := range m.layout.Companions {
-		ck := m.expand(c.Key, key, v)
-		if cv := comp[ck]; c.Required && ck != key && cv.Exists() && (c.Type == "" || cv.Type == c.Type) {
+		if ck := m.expand(c.Key, key, v); c.Required && ck != key && c.there(comp[ck]) {
 			return true
 		}
 	}
@@ -420,17 +438,22 @@ func (d *detection) detectDeclared(m declaredMatch) {
 	conf := dl.Confidence
 	for _, c := range dl.Companions {
 		k := m.expand(c.Key, d.key, d.v)
-		cv, ok := d.comp[k]
-		there := ok && cv.Exists() && (c.Type == "" || cv.Type == c.Type)
+		cv := d.comp[k]
+		there := c.there(cv)
 		if !there && !c.Required && conf == Certain {
 			conf = Likely // a required one that is missing is another's absence, not this one's
 		}
-		d.used[k] = there || !c.Optional
+		// A value that does not match is another's key, not this one missing.
+		d.used[k] = there || !c.Optional && (c.value == nil || !cv.Exists())
 		if there && c.Role == RoleQueue && cv.Type == "list" {
 			d.lock.Waiters = append([]string{}, cv.Items...)
 		}
+		if there && c.value != nil {
+			m.groups = fillGroups(m.groups, c.value, cv.Bytes)
+		}
 	}
 	d.setLayout(dl.Name, conf)
+	d.valueTTL = dl.ValueExpiry
 	switch dl.Type {
 	case "string":
 		d.setOwner(d.v.Bytes)
@@ -455,6 +478,21 @@ func (d *detection) detectDeclared(m declaredMatch) {
 	if dl.IssuesFence {
 		d.declaredFence(m.groups["fence"])
 	}
+}
+
+// fillGroups adds to g the named groups of re in b that g lacks: a
+// companion's value adds to the lock's, never overrides it.
+func fillGroups(g map[string]string, re *regexp.Regexp, b []byte) map[string]string {
+	more, _ := groupsOf(re, string(b), true)
+	if g == nil {
+		g = map[string]string{}
+	}
+	for k, x := range more {
+		if _, ok := g[k]; !ok {
+			g[k] = x
+		}
+	}
+	return g
 }
 
 // holderGroups copies the named groups into the holder.

@@ -19,10 +19,10 @@ func companionEntries(ds []Declared) []Declared {
 				continue
 			}
 			t := c.Type
-			if c.Role == RoleFence {
-				t = "string" // an INCR counter
+			if c.Role == RoleFence || c.Value != "" {
+				t = "string" // an INCR counter, or a value to match
 			}
-			out = append(out, Declared{Name: d.Name, Library: d.Library, Type: t, Key: glob, Role: c.Role, Confidence: Certain, byName: true})
+			out = append(out, Declared{Name: d.Name, Library: d.Library, Type: t, Key: glob, Value: c.Value, Role: c.Role, Confidence: Certain, byName: true})
 		}
 	}
 	return out
@@ -53,9 +53,10 @@ func companionGlob(tmpl, lockGlob string) (string, bool) {
 }
 
 // companionByName reports whether v can be the companion d names by key:
-// of its type, and a counter INCR can raise for a fence counter.
+// of its type, its value matching the companion's expression, and a
+// counter INCR can raise for a fence counter.
 func (d *Declared) companionByName(v Value) bool {
-	if d.Type != "" && d.Type != v.Type {
+	if d.Type != "" && d.Type != v.Type || d.value != nil && (v.Truncated || !d.value.Match(v.Bytes)) {
 		return false
 	}
 	if d.Role == RoleFence {

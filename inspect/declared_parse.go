@@ -29,10 +29,10 @@ var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", 
 var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
-var declaredFields = []string{"companions", "confidence", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
+var declaredFields = []string{"companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
 
 // companionFields are the fields of a companion, sorted.
-var companionFields = []string{"key", "optional", "required", "role", "type"}
+var companionFields = []string{"key", "optional", "required", "role", "type", "value"}
 
 // layoutsLimits bound a layouts file: it is small and written by hand.
 var layoutsLimits = yamlschema.Limits{MaxValues: 20000, MaxDepth: 8}
@@ -159,6 +159,11 @@ func (d *Declared) set(k string, v any) error {
 		return oneOf(k, v, []string{"deadline", "acquired"}, &d.Score)
 	case "unit":
 		return oneOf(k, v, []string{"ms", "s"}, &d.Unit)
+	case "expiry":
+		var where string
+		err := oneOf(k, v, []string{"key", "value"}, &where)
+		d.ValueExpiry = where == "value"
+		return err
 	case "confidence":
 		var c string
 		err := oneOf(k, v, []string{string(Certain), string(Likely), string(Guess)}, &c)
@@ -286,10 +291,15 @@ func declaredCompanions(v any) ([]DeclaredCompanion, error) {
 		c := DeclaredCompanion{Role: role, Key: key}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			var err error
+			var isText bool
 			switch k {
 			case "role":
 				err = oneOf(fmt.Sprintf("companions[%d]: role", j), role, declaredRoles, &c.Role)
 			case "key":
+			case "value":
+				if c.Value, isText = m[k].(string); !isText || c.Value == "" {
+					err = fmt.Errorf("companions[%d]: value is %s; want a regular expression (text)", j, got(m[k]))
+				}
 			case "type":
 				err = oneOf(fmt.Sprintf("companions[%d]: type", j), m[k], companionTypes, &c.Type)
 			case "optional", "required":
@@ -332,28 +342,57 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 	if field, err := checkTypeFields(d); err != nil {
 		return field, err
 	}
-	for field, expr := range map[string]string{"value": d.Value, "field": d.Field, "field_value": d.FieldValue, "member": d.Member} {
-		if expr == "" {
-			continue
+	exprs := map[string]string{"value": d.Value, "field": d.Field, "field_value": d.FieldValue, "member": d.Member}
+	for _, field := range slices.Sorted(maps.Keys(exprs)) {
+		if err := checkExpr(field, exprs[field]); err != nil {
+			return field, err
 		}
-		if _, err := regexp.Compile(expr); err != nil {
-			return field, fmt.Errorf("%s %q is no regular expression (%s); accepted: RE2 syntax, https://github.com/google/re2/wiki/Syntax", field, expr, reProblem(err))
+	}
+	expiresAt := hasGroup(d.Value, "expires_at")
+	for j, c := range d.Companions {
+		if c.Value != "" && c.Type != "" && c.Type != "string" {
+			return "companions", fmt.Errorf("companions[%d]: value needs type string (a value to read), not %s", j, c.Type)
 		}
-		re, err := regexp.Compile(`^(?:` + expr + `)$`)
-		if err != nil { // the expression alone compiled: only a stray ")" can end the group early
-			return field, fmt.Errorf("%s %q is no regular expression (unexpected )); accepted: RE2 syntax, https://github.com/google/re2/wiki/Syntax", field, expr)
+		if err := checkExpr(fmt.Sprintf("companions[%d]: value", j), c.Value); err != nil {
+			return "companions", err
 		}
-		for _, g := range re.SubexpNames()[1:] {
-			if g != "" && !slices.Contains(declaredGroups, g) {
-				return field, fmt.Errorf("%s: named group %q; accepted: %s", field, g, strings.Join(declaredGroups, ", "))
-			}
-		}
+		expiresAt = expiresAt || hasGroup(c.Value, "expires_at")
 	}
 	hasCounter := slices.ContainsFunc(d.Companions, func(c DeclaredCompanion) bool { return c.Role == RoleFence })
-	if d.IssuesFence && !hasCounter {
+	switch {
+	case d.IssuesFence && !hasCounter:
 		return "fence", fmt.Errorf("fence: true needs a companion with role %s (the counter)", RoleFence)
+	case d.ValueExpiry && (d.Type != "string" || !expiresAt):
+		return "expiry", fmt.Errorf("expiry: value needs a string layout with an expires_at group in its value or a companion's value")
 	}
 	return "", nil
+}
+
+// hasGroup reports whether expr (checked, or "") has a group named name.
+func hasGroup(expr, name string) bool {
+	re, err := regexp.Compile(expr)
+	return err == nil && expr != "" && re.SubexpIndex(name) >= 0
+}
+
+// checkExpr checks one expression of an entry (field names it): RE2, whole
+// when anchored, with only the named groups of declaredGroups; "" is none.
+func checkExpr(field, expr string) error {
+	if expr == "" {
+		return nil
+	}
+	if _, err := regexp.Compile(expr); err != nil {
+		return fmt.Errorf("%s %q is no regular expression (%s); accepted: RE2 syntax, https://github.com/google/re2/wiki/Syntax", field, expr, reProblem(err))
+	}
+	re, err := regexp.Compile(`^(?:` + expr + `)$`)
+	if err != nil { // the expression alone compiled: only a stray ")" can end the group early
+		return fmt.Errorf("%s %q is no regular expression (unexpected )); accepted: RE2 syntax, https://github.com/google/re2/wiki/Syntax", field, expr)
+	}
+	for _, g := range re.SubexpNames()[1:] {
+		if g != "" && !slices.Contains(declaredGroups, g) {
+			return fmt.Errorf("%s: named group %q; accepted: %s", field, g, strings.Join(declaredGroups, ", "))
+		}
+	}
+	return nil
 }
 
 // roleWords is " and role R", or "" for a lock's own layout.

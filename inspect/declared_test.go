@@ -118,7 +118,7 @@ func TestParseLayoutsErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"layouts: 3\n":                   "layouts.yaml:1: want a mapping with one key, layouts",
 		"layout:\n  - name: x\n":         "layouts.yaml:1: want a mapping with one key, layouts",
-		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: companions, confidence, fence, field, field_value, job_id, key, library, member, name, role, score, size, type, unit, value",
+		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: companions, confidence, expiry, fence, field, field_value, job_id, key, library, member, name, role, score, size, type, unit, value",
 		entry("    fence: yes please\n"): `layouts.yaml:5: layouts[0]: fence is "yes please" (a string); want true or false`,
 		entry("    fence: true\n"):       "layouts.yaml:5: layouts[0]: fence: true needs a companion with role fence_counter",
 		entry("    type: blob\n"):        `layouts.yaml:5: layouts[0]: type "blob"; accepted: string, hash, zset, list, set`,
@@ -147,7 +147,7 @@ func TestParseLayoutsErrors(t *testing.T) {
 		"a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n": "layouts.yaml:5: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
 		"layouts:\n" + strings.Repeat("  - {}\n", 20001):                                           "layouts.yaml:1: the file expands to more than 20000 values or 8 levels (YAML aliases?)",
 		entry("    companions:\n      - role: boss\n        key: \"{key}:b\"\n"):                   "layouts.yaml:5: layouts[0]: companions[0]: role \"boss\"; accepted: fence_counter",
-		entry("    companions:\n      - {role: job, key: x, kind: hash}\n"):                        "layouts.yaml:5: layouts[0]: companions[0]: unknown field kind; accepted: key, optional, required, role, type",
+		entry("    companions:\n      - {role: job, key: x, kind: hash}\n"):                        "layouts.yaml:5: layouts[0]: companions[0]: unknown field kind; accepted: key, optional, required, role, type, value",
 		entry("  - name: x\n    key: \"b:*\"\n    value: '.+'\n"):                                  "layouts.yaml:5: layouts[1]: name \"x\" is declared twice for type string",
 		"layouts:\n  - name: x\n    key: \"a:*\n":                                                  "layouts.yaml:3:",
 		"layouts:\n  - name: x\n    type: any\n    key: \"a:*\"\n":                                 "layouts.yaml:3: layouts[0]: type any needs a role",
@@ -157,6 +157,12 @@ func TestParseLayoutsErrors(t *testing.T) {
 		"layouts:\n  - name: x\n    key: []\n    value: '.+'\n":                                    "layouts.yaml:3: layouts[0]: key is a list; want a glob (text) or a list of globs",
 		"layouts:\n  - name: x\n    key: [\"a:*\", \"b:[x]\"]\n    value: '.+'\n":                  `layouts.yaml:3: layouts[0]: key "b:[x]": only * and ? are globs here`,
 		entry("    companions:\n      - {role: job, key: x, type: any}\n"):                         `layouts.yaml:5: layouts[0]: companions[0]: type "any"; accepted: string, hash, zset, list, set, stream`,
+		entry("    expiry: soon\n"):                                                                `layouts.yaml:5: layouts[0]: expiry "soon"; accepted: key, value`,
+		entry("    expiry: value\n"):                                                               "layouts.yaml:5: layouts[0]: expiry: value needs a string layout with an expires_at group in its value or a companion's value",
+		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: '(+'}\n"):          `layouts.yaml:5: layouts[0]: companions[0]: value "(+" is no regular expression (missing argument to repetition operator)`,
+		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: '(?P<who>.+)'}\n"): `layouts.yaml:5: layouts[0]: companions[0]: value: named group "who"; accepted: owner`,
+		entry("    companions:\n      - {role: job, key: \"{key}:x\", type: hash, value: '.+'}\n"): "layouts.yaml:5: layouts[0]: companions[0]: value needs type string (a value to read), not hash",
+		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: 5}\n"):             "layouts.yaml:5: layouts[0]: companions[0]: value is 5 (a whole number); want a regular expression (text)",
 	} {
 		_, err := inspect.ParseLayouts("layouts.yaml", []byte(in))
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
@@ -347,4 +353,66 @@ func FuzzParseLayouts(f *testing.F) {
 			inspect.Analyze(key, v, map[string]inspect.Value{}, opts)
 		}
 	})
+}
+
+// TestCompanionValue: a companion's value expression decides whether it
+// counts and fills the holder; "expiry: value" makes no TTL a warning.
+// The built-in redis-lock-gem is such an entry: the owner key is the lock,
+// its expire key a companion known by name whose value is its expiry.
+func TestCompanionValue(t *testing.T) {
+	c := client(t)
+	name := redistest.Name(t)
+	exp := time.Now().Add(time.Minute).Truncate(time.Second)
+	// mlanett/redis-lock tag v0.2.7, lib/redis-lock.rb: MSETNX lock:owner:<key> <host:pid> lock:expire:<key> <now+life>.
+	must(t, c.MSetNX(ctx, "lock:owner:"+name, "worker-3:9120", "lock:expire:"+name, exp.Unix()).Err())
+	l := readOne(t, c, "lock:owner:"+name, inspect.Options{})
+	if l.Layout.Name != "redis-lock-gem" || l.Layout.Confidence != inspect.Certain || l.Holder.Host != "worker-3" || l.Holder.PID != 9120 || l.Holder.ValueExpiresAt != exp.UTC().Format("2006-01-02T15:04:05.000Z") {
+		t.Errorf("owner key: layout %+v holder %+v", l.Layout, l.Holder)
+	}
+	// MSETNX of the two keys: a cluster refuses it (CROSSSLOT).
+	if codes(l) != "NO_TTL:warning,NO_FENCE:warning,CROSS_SLOT:warning" || len(l.Companions) != 1 || l.Companions[0].Role != inspect.RoleExpire {
+		t.Errorf("owner key: findings %s companions %+v", codes(l), l.Companions)
+	}
+	if l := readOne(t, c, "lock:expire:"+name, inspect.Options{}); l.Layout.Name != "redis-lock-gem" || l.Role != inspect.RoleExpire || codes(l) != "" {
+		t.Errorf("expire key: layout %+v role %q findings %s; want redis-lock-gem expire, none", l.Layout, l.Role, codes(l))
+	}
+	// An expire key whose value is no Unix time is not the gem's: the owner
+	// loses its certainty and its expiry, the key is a lock of its own.
+	must(t, c.Set(ctx, "lock:expire:"+name, "9f2c4e1a-7b3d-4f60-812a-4c6e8b0d2f41", time.Minute).Err())
+	if l := readOne(t, c, "lock:owner:"+name, inspect.Options{}); l.Layout.Confidence != inspect.Likely || l.Holder.ValueExpiresAt != "" || l.Companions != nil {
+		t.Errorf("owner beside a UUID: layout %+v holder %+v companions %+v", l.Layout, l.Holder, l.Companions)
+	}
+	if l := readOne(t, c, "lock:expire:"+name, inspect.Options{}); l.Role != "" {
+		t.Errorf("a UUID at an expire key: role %q, want a lock", l.Role)
+	}
+
+	// A declared layout: the owner is in a companion, the lock's own
+	// value its expiry.
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(`layouts:
+  - name: nightly-job
+    key: "nightly:*:until"
+    value: '(?P<expires_at>[0-9]{13})'
+    expiry: value
+    companions:
+      - {role: owner, key: "nightly:{1}:who", value: '(?P<owner>(?P<host>[a-z0-9-]+)/(?P<pid>[0-9]+))'}
+`))
+	must(t, err)
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	k := "nightly:" + name
+	must(t, c.Set(ctx, k+":until", exp.UnixMilli(), 0).Err())
+	must(t, c.Set(ctx, k+":who", "db-7/4242", 0).Err())
+	l = readOne(t, c, k+":until", opts)
+	if l.Layout.Name != "nightly-job" || l.Layout.Confidence != inspect.Certain || l.Owner != "db-7/4242" || l.Holder.Host != "db-7" || l.Holder.PID != 4242 || l.Holder.ValueExpiresAt == "" {
+		t.Errorf("declared: layout %+v owner %q holder %+v", l.Layout, l.Owner, l.Holder)
+	}
+	if codes(l) != "NO_TTL:warning,NO_FENCE:warning,CROSS_SLOT:warning" {
+		t.Errorf("declared: findings %s", codes(l))
+	}
+	var scanned []inspect.Lock
+	r := &inspect.Reader{Options: opts}
+	must(t, r.Scan(ctx, c, inspect.ScanOptions{Pattern: k + ":*"}, func(l inspect.Lock) error { scanned = append(scanned, l); return nil }))
+	slices.SortFunc(scanned, func(a, b inspect.Lock) int { return strings.Compare(a.Key, b.Key) })
+	if len(scanned) != 2 || scanned[0].Owner != "db-7/4242" || scanned[1].Role != inspect.RoleOwner {
+		t.Errorf("scan: %+v", scanned)
+	}
 }

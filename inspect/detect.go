@@ -48,10 +48,6 @@ func (d *detection) detectString() {
 	switch {
 	case isFencedValue(s) && !d.timeNotFence(s):
 		d.fencedValue(s)
-	case strings.HasPrefix(key, "lock:owner:"):
-		d.redisLockGemOwner(b)
-	case strings.HasPrefix(key, "lock:expire:"):
-		d.redisLockGemExpire(s)
 	case isUUID(s):
 		d.setOwner(b)
 		d.generic(ShapeUUID, "a UUID, an owner token written by many libraries", seenUUID...)
@@ -199,50 +195,6 @@ func incrInt(b []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
-}
-
-// redis-lock-gem (mlanett/redis-lock), lib/redis-lock.rb: MSETNX of
-// "lock:owner:<key>" = "<hostname>:<pid>" and "lock:expire:<key>" = Unix
-// seconds; no Redis TTL, a contender deletes a stale pair.
-func (d *detection) redisLockGemOwner(b []byte) {
-	d.setOwner(b)
-	d.valueTTL = true
-	if m := reHostPID().FindStringSubmatch(string(b)); m != nil {
-		d.holder().Host = m[1]
-		d.holder().PID, _ = parseInt(m[2])
-	}
-	_, cv, ok := d.companion(RoleExpire)
-	if !ok {
-		d.setLayout("redis-lock-gem", Likely)
-		return
-	}
-	d.setLayout("redis-lock-gem", Certain)
-	if sec, isInt := parseInt(string(cv.Bytes)); isInt {
-		d.holder().ValueExpiresAt = rfc3339ms(time.Unix(sec, 0))
-	}
-}
-
-// redisLockGemExpire is the "lock:expire:<key>" half of redis-lock-gem.
-func (d *detection) redisLockGemExpire(s string) {
-	sec, isInt := parseInt(s)
-	if !isInt {
-		d.setOwner([]byte(s))
-		d.appData = true
-		return
-	}
-	d.valueTTL = true
-	d.holder().ValueExpiresAt = rfc3339ms(time.Unix(sec, 0))
-	_, cv, ok := d.companion(RoleOwner)
-	if !ok {
-		d.setLayout("redis-lock-gem", Likely)
-		return
-	}
-	d.setLayout("redis-lock-gem", Certain)
-	d.setOwner(cv.Bytes)
-	if m := reHostPID().FindStringSubmatch(string(cv.Bytes)); m != nil {
-		d.holder().Host = m[1]
-		d.holder().PID, _ = parseInt(m[2])
-	}
 }
 
 // base64Std16 is 16 bytes in standard base64 (24 characters, "=="):

@@ -359,12 +359,12 @@ func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 		if cc.pttl == nil {
 			cc.pttl = q.pipe.Do(ctx, "pttl", ck)
 		}
-		switch c.Role {
-		case RoleQueue:
+		switch {
+		case c.Role == RoleQueue:
 			if cc.lrange == nil {
 				cc.lrange = q.pipe.Do(ctx, "lrange", ck, 0, q.r.maxItems()-1)
 			}
-		case RoleFence, RoleOwner, RoleExpire, RoleDigest, RolePermits:
+		case c.Get || c.Role == RoleFence || c.Role == RoleDigest || c.Role == RolePermits:
 			if cc.get == nil {
 				cc.get = q.pipe.Do(ctx, "getrange", ck, 0, companionBytes-1)
 			}

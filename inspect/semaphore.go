@@ -82,7 +82,7 @@ func zsetCompanions(key string) []companionKey {
 	if inner, ok := strings.CutPrefix(base, "{"); ok && strings.HasSuffix(inner, "}") && !strings.ContainsAny(inner[:len(inner)-1], "{}") {
 		base = inner[:len(inner)-1]
 	}
-	return []companionKey{{RolePermits, base}}
+	return []companionKey{{Role: RolePermits, Key: base}}
 }
 
 // detectZset tells which semaphore or shared lock wrote a zset; a zset no

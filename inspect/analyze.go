@@ -162,20 +162,17 @@ func companions(key string, v Value, opts Options) []companionKey {
 	return cks
 }
 
-// stringCompanions are the companion keys of a string lock's layouts.
+// stringCompanions are the companion keys of a string lock's layouts still
+// in code: the fence counters of a lockctl or seed-platform fenced value.
 func stringCompanions(key string, v Value, opts Options) []companionKey {
-	switch {
-	case isFencedValue(string(v.Bytes)):
-		fk := opts.fenceKey(key)
-		if sib := microiSibling(key); sib != "" && sib != fk {
-			return []companionKey{{Role: RoleFence, Key: fk}, {Role: RoleFence, Key: sib}}
-		}
-		return []companionKey{{Role: RoleFence, Key: fk}}
-	case strings.HasPrefix(key, "lock:"):
-		// python-redis-lock before 3.3 (detectString): its signal list names it.
-		return []companionKey{{Role: RoleSignal, Key: "lock-signal:" + strings.TrimPrefix(key, "lock:")}}
+	if !isFencedValue(string(v.Bytes)) {
+		return nil
 	}
-	return nil
+	fk := opts.fenceKey(key)
+	if sib := microiSibling(key); sib != "" && sib != fk {
+		return []companionKey{{Role: RoleFence, Key: fk}, {Role: RoleFence, Key: sib}}
+	}
+	return []companionKey{{Role: RoleFence, Key: fk}}
 }
 
 // companionOf recognises a key that is itself a layout's companion that no
@@ -382,14 +379,6 @@ type detection struct {
 func (d *detection) companion(role string) (string, Value, bool) {
 	k, v, ok := d.peek(role)
 	d.used[k] = true
-	return k, v, ok
-}
-
-// optional is companion for a key the layout writes only at times (a
-// signal list after a release): it is the layout's only when it exists.
-func (d *detection) optional(role string) (string, Value, bool) {
-	k, v, ok := d.peek(role)
-	d.used[k] = ok
 	return k, v, ok
 }
 

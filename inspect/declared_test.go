@@ -416,3 +416,17 @@ func TestCompanionValue(t *testing.T) {
 		t.Errorf("scan: %+v", scanned)
 	}
 }
+
+// TestVariantSharesName: a second entry of one name, type and role is a
+// mistake unless a required companion tells it apart (python-redis-lock
+// before 3.3 is such a variant in builtin_layouts.yaml).
+func TestVariantSharesName(t *testing.T) {
+	base := "layouts:\n  - name: x\n    key: \"a:*\"\n    value: '[a-z]{8}'\n  - name: x\n    key: \"a:*\"\n    value: '[0-9]{8}'\n"
+	if _, err := inspect.ParseLayouts("layouts.yaml", []byte(base)); err == nil || !strings.Contains(err.Error(), `name "x" is declared twice`) {
+		t.Errorf("no companion: error %v, want declared twice", err)
+	}
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(base+"    companions:\n      - {role: signal, key: \"{key}:s\", type: list, required: true}\n"))
+	if err != nil || len(ds) != 2 {
+		t.Errorf("a variant with a required companion: %d layouts, error %v", len(ds), err)
+	}
+}

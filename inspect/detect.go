@@ -58,14 +58,8 @@ func (d *detection) detectString() {
 	case len(s) == 32 && isHex(s):
 		d.hex32(s)
 	case len(b) == 16 && !printable(b) && strings.HasPrefix(key, "lock:"):
-		// python-redis-lock before 3.3 stored urandom(16) raw (tag v3.2.0,
-		// src/redis_lock/__init__.py: self._id = urandom(16)); so do many
-		// others: only its signal list names it.
+		// Beside its signal list, python-redis-lock before 3.3 (builtin_layouts.yaml).
 		d.setOwner(b)
-		if _, _, ok := d.optional(RoleSignal); ok {
-			d.setLayout("python-redis-lock", Likely)
-			return
-		}
 		d.generic(ShapeBinary, "16 random bytes, an owner token written by many libraries", seenRaw16...)
 	case len(s) == 16 && isAlnum(s):
 		d.setOwner(b)

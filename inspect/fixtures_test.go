@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,28 @@ func fixtures() []fixture {
 			source: "python-redis-lock v4.0.0 src/redis_lock/__init__.py: UNLOCK_SCRIPT lpush lock-signal:<name> 1, pexpire signal_expire",
 			key:    "lock:{fx-sig}", value: "UuD4gq/mCzUjken8FHe/uSWP", pttlMS: 60000, lists: []string{"lock-signal:{fx-sig}"},
 			layout: "python-redis-lock", confidence: inspect.Certain, owner: "UuD4gq/mCzUjken8FHe/uSWP", findings: "NO_FENCE:warning"},
+		{name: "python-redis-lock before 3.3 with its signal list",
+			source: "python-redis-lock tag v3.2.0 src/redis_lock/__init__.py: self._id = urandom(16), SET NX EX; lpush lock-signal:<name> on release",
+			key:    "lock:{fx-raw}", value: "\x9c\x01\xfe\x7a\x00\x11\x83\x42\xd5\x6e\x0f\xb0\x27\xe1\x94\x58", pttlMS: 60000, lists: []string{"lock-signal:{fx-raw}"},
+			layout: "python-redis-lock", confidence: inspect.Likely, findings: "BINARY_VALUE:info,NO_FENCE:warning",
+			check: func(t *testing.T, l inspect.Lock) {
+				if l.OwnerHex != "9c01fe7a00118342d56e0fb027e19458" || len(l.Companions) != 1 || l.Companions[0].Role != inspect.RoleSignal {
+					t.Errorf("owner hex %s companions %+v", l.OwnerHex, l.Companions)
+				}
+			}},
+		{name: "16 raw bytes under lock: without a signal list",
+			source: "python-redis-lock tag v3.2.0 src/redis_lock/__init__.py: urandom(16), as many others write",
+			key:    "lock:{fx-raw-alone}", value: "\x9c\x01\xfe\x7a\x00\x11\x83\x42\xd5\x6e\x0f\xb0\x27\xe1\x94\x58", pttlMS: 60000,
+			layout: "unknown", confidence: inspect.Guess, shape: inspect.ShapeBinary, findings: "BINARY_VALUE:info",
+			check: func(t *testing.T, l inspect.Lock) {
+				if !slices.Contains(l.Layout.SeenIn, "python-redis-lock") || l.Companions != nil {
+					t.Errorf("seen in %v companions %+v", l.Layout.SeenIn, l.Companions)
+				}
+			}},
+		{name: "16 printable characters beside a signal list",
+			source: "python-redis-lock tag v3.2.0: its ids are raw bytes, never 16 letters and digits",
+			key:    "lock:{fx-raw-text}", value: "aB3dE5fG7hJ9kL1m", pttlMS: 60000, lists: []string{"lock-signal:{fx-raw-text}"},
+			layout: "unknown", confidence: inspect.Guess, shape: inspect.ShapeRandomToken, findings: ""},
 		{name: "redsync under a lock: key",
 			source: "redsync v4.18.1 mutex.go genValue: base64.StdEncoding of 16 random bytes; value from issue 20",
 			key:    "lock:order-42", value: "IO/ELiJbxyZ/yOXW310MYA==", pttlMS: 8000,

@@ -52,6 +52,10 @@ type Declared struct {
 	// group of the value or a companion's), not in a Redis TTL: no TTL is
 	// then by design (redis-lock-gem).
 	ValueExpiry bool
+	// AcquiredWithin, when not 0, is how near the read the value's
+	// acquired_at time must be for the layout to match: a random token can
+	// have a time's shape (a UUIDv1's, one in 64) with any time in it.
+	AcquiredWithin time.Duration
 	// Companions are keys the layout keeps beside the lock.
 	Companions []DeclaredCompanion
 
@@ -196,13 +200,14 @@ func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 	case v.Truncated:
 		return nil, false
 	case d.Type == "string":
-		if d.Size > 0 && len(v.Bytes) != d.Size {
+		if d.Size > 0 && len(v.Bytes) != d.Size || !d.value.Match(v.Bytes) {
 			return nil, false
 		}
-		if !keep {
-			return nil, d.value.Match(v.Bytes)
+		if !keep && d.AcquiredWithin == 0 {
+			return nil, true
 		}
-		return groupsOf(d.value, string(v.Bytes), keep)
+		g, _ := groupsOf(d.value, string(v.Bytes), true)
+		return g, d.recent(g["acquired_at"], v.ReadAtMS)
 	case d.Type == "hash":
 		var first map[string]string
 		for _, f := range v.Fields {
@@ -226,6 +231,17 @@ func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 		return first, len(v.Fields) > 0
 	}
 	return d.matchMembers(v, keep)
+}
+
+// recent reports whether the acquire time s is within AcquiredWithin of
+// the read (readAtMS, Unix ms; 0 not known: no time is near it).
+func (d *Declared) recent(s string, readAtMS int64) bool {
+	if d.AcquiredWithin == 0 {
+		return true
+	}
+	t, ok := groupTime(s)
+	diff := time.Duration(t.UnixMilli()-readAtMS) * time.Millisecond
+	return ok && readAtMS != 0 && diff >= -d.AcquiredWithin && diff <= d.AcquiredWithin
 }
 
 // matchMembers matches every member of a zset, list or set, and a zset's
@@ -525,12 +541,16 @@ func (d *detection) holderGroups(g map[string]string) {
 	}
 }
 
-// groupTime reads a time group: Unix s, ms or µs, or RFC 3339.
+// groupTime reads a time group: Unix s, ms or µs, RFC 3339, or a
+// version-1 UUID's time (32 hex, or its bytes in base64: uuid1Token).
 func groupTime(s string) (time.Time, bool) {
 	if s == "" {
 		return time.Time{}, false
 	}
 	if t, _, ok := parseTime(s); ok {
+		return t, true
+	}
+	if t, ok := uuid1Token(s); ok {
 		return t, true
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)

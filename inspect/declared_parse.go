@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/yamlschema"
 )
@@ -29,7 +30,7 @@ var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", 
 var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
-var declaredFields = []string{"companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
+var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
 
 // companionFields are the fields of a companion, sorted.
 var companionFields = []string{"key", "optional", "required", "role", "type", "value"}
@@ -159,6 +160,13 @@ func (d *Declared) set(k string, v any) error {
 		return oneOf(k, v, []string{"deadline", "acquired"}, &d.Score)
 	case "unit":
 		return oneOf(k, v, []string{"ms", "s"}, &d.Unit)
+	case "acquired_within":
+		text, _ := v.(string)
+		within, err := time.ParseDuration(text)
+		if err != nil || within <= 0 {
+			return fmt.Errorf("acquired_within is %s; want a duration such as 24h or 90m", got(v))
+		}
+		d.AcquiredWithin = within
 	case "expiry":
 		var where string
 		err := oneOf(k, v, []string{"key", "value"}, &where)
@@ -362,6 +370,8 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 	switch {
 	case d.IssuesFence && !hasCounter:
 		return "fence", fmt.Errorf("fence: true needs a companion with role %s (the counter)", RoleFence)
+	case d.AcquiredWithin > 0 && (d.Type != "string" || !hasGroup(d.Value, "acquired_at")):
+		return "acquired_within", fmt.Errorf("acquired_within needs a string layout with an acquired_at group in its value")
 	case d.ValueExpiry && (d.Type != "string" || !expiresAt):
 		return "expiry", fmt.Errorf("expiry: value needs a string layout with an expires_at group in its value or a companion's value")
 	}

@@ -118,7 +118,7 @@ func TestParseLayoutsErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"layouts: 3\n":                   "layouts.yaml:1: want a mapping with one key, layouts",
 		"layout:\n  - name: x\n":         "layouts.yaml:1: want a mapping with one key, layouts",
-		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: companions, confidence, expiry, fence, field, field_value, job_id, key, library, member, name, role, score, size, type, unit, value",
+		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: acquired_within, companions, confidence, expiry, fence, field, field_value, job_id, key, library, member, name, role, score, size, type, unit, value",
 		entry("    fence: yes please\n"): `layouts.yaml:5: layouts[0]: fence is "yes please" (a string); want true or false`,
 		entry("    fence: true\n"):       "layouts.yaml:5: layouts[0]: fence: true needs a companion with role fence_counter",
 		entry("    type: blob\n"):        `layouts.yaml:5: layouts[0]: type "blob"; accepted: string, hash, zset, list, set`,
@@ -157,6 +157,9 @@ func TestParseLayoutsErrors(t *testing.T) {
 		"layouts:\n  - name: x\n    key: []\n    value: '.+'\n":                                    "layouts.yaml:3: layouts[0]: key is a list; want a glob (text) or a list of globs",
 		"layouts:\n  - name: x\n    key: [\"a:*\", \"b:[x]\"]\n    value: '.+'\n":                  `layouts.yaml:3: layouts[0]: key "b:[x]": only * and ? are globs here`,
 		entry("    companions:\n      - {role: job, key: x, type: any}\n"):                         `layouts.yaml:5: layouts[0]: companions[0]: type "any"; accepted: string, hash, zset, list, set, stream`,
+		entry("    acquired_within: a day\n"):                                                      `layouts.yaml:5: layouts[0]: acquired_within is "a day" (a string); want a duration such as 24h or 90m`,
+		entry("    acquired_within: -5m\n"):                                                        `layouts.yaml:5: layouts[0]: acquired_within is "-5m" (a string); want a duration such as 24h or 90m`,
+		entry("    acquired_within: 24h\n"):                                                        "layouts.yaml:5: layouts[0]: acquired_within needs a string layout with an acquired_at group in its value",
 		entry("    expiry: soon\n"):                                                                `layouts.yaml:5: layouts[0]: expiry "soon"; accepted: key, value`,
 		entry("    expiry: value\n"):                                                               "layouts.yaml:5: layouts[0]: expiry: value needs a string layout with an expires_at group in its value or a companion's value",
 		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: '(+'}\n"):          `layouts.yaml:5: layouts[0]: companions[0]: value "(+" is no regular expression (missing argument to repetition operator)`,

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -192,25 +191,12 @@ func incrInt(b []byte) (int64, bool) {
 }
 
 // base64Std16 is 16 bytes in standard base64 (24 characters, "=="):
-//   - redsync, github.com/go-redsync/redsync/v4 (v4.18.1) mutex.go
-//     genValue(): base64.StdEncoding of 16 random bytes, SET NX PX, under
-//     the key its caller chose: nothing in the key or value is its own;
-//   - node-redis-warlock (npm 1.0.2) lib/warlock.js lock(): key
-//     "<key>:lock", value the 16 bytes of a UUIDv1 in base64, SET PX NX.
-//
-// Random bytes look like a UUIDv1 (version nibble 1, variant 10) once in 64:
-// only a UUIDv1 whose time is within a day of the read is warlock's; any
-// other is a generic base64 token (issue 27: a shared shape names no one).
+// redsync, github.com/go-redsync/redsync/v4 (v4.18.1) mutex.go genValue():
+// base64.StdEncoding of 16 random bytes, SET NX PX, under the key its
+// caller chose: nothing in the key or value is its own (issue 27: a shared
+// shape names no one). node-redis-warlock's UUIDv1 is an entry.
 func (d *detection) base64Std16(b []byte) {
 	d.setOwner(b)
-	raw, err := base64.StdEncoding.DecodeString(string(b))
-	if err == nil && len(raw) == 16 && raw[6]>>4 == 1 && raw[8]>>6 == 2 {
-		if t, ok := uuid1Time(hex.EncodeToString(raw)); ok && d.plausible(t) {
-			d.setLayout("node-redis-warlock", Likely)
-			d.holder().AcquiredAt = rfc3339ms(t)
-			return
-		}
-	}
 	d.generic(ShapeBase64Token, "24 base64 characters (16 random bytes), an owner token written by many libraries", seenBase64...)
 }
 
@@ -228,25 +214,12 @@ func (d *detection) urlBase64Token(s string) {
 	d.generic(ShapeBase64Token, desc, seenURL64...)
 }
 
-// hex32 is 16 bytes in hex:
-//   - redis-py, redis/lock.py Lock.acquire() (tag v4.3.4, Debian
-//     python3-redis): token uuid.uuid1().hex, SET NX PX; a version-1 UUID
-//     (nibble 12 is "1", variant 10xx) whose timestamp is the acquisition
-//     time;
-//   - node-redlock, redlock.js _random() (4.2.0) and src/index.ts
-//     _random() (5.0.0-beta.2): randomBytes(16).toString("hex"), SET NX PX;
-//     and many others: 16 random bytes in hex name no library (issue 27).
-//
-// One random value in 64 has redis-py's shape, with a timestamp anywhere in
-// 1582-5236: only a time within a day of the read says redis-py.
+// hex32 is 16 bytes in hex: node-redlock, redlock.js _random() (4.2.0)
+// and src/index.ts _random() (5.0.0-beta.2): randomBytes(16).toString("hex"),
+// SET NX PX; and many others: 16 random bytes in hex name no library
+// (issue 27). redis-py's uuid1().hex is an entry.
 func (d *detection) hex32(s string) {
 	d.setOwner([]byte(s))
-	if t, ok := uuid1Time(s); ok && s[12] == '1' && strings.ContainsRune("89ab", rune(s[16])) && d.plausible(t) {
-		d.setLayout("redis-py", Likely)
-		d.holder().AcquiredAt = rfc3339ms(t)
-		return
-	}
-	// 16 random bytes in hex: nothing in the value is node-redlock's own.
 	d.generic(ShapeHexToken, "32 hex characters (16 random bytes), an owner token written by many libraries", seenHex32...)
 }
 

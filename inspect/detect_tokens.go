@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"time"
 )
@@ -57,4 +59,19 @@ func isBase64(s, alphabet string) bool {
 		}
 	}
 	return s != ""
+}
+
+// uuid1Token reads the time of a version-1 UUID written as 32 hex digits
+// (redis-py's uuid1().hex) or as its 16 bytes in standard base64, 24
+// characters (node-redis-warlock): version nibble 1, variant 10 (RFC 9562
+// section 4.1). Random bytes have that shape once in 64.
+func uuid1Token(s string) (time.Time, bool) {
+	raw, err := hex.DecodeString(s)
+	if len(s) != 32 || err != nil {
+		raw, err = base64.StdEncoding.DecodeString(s)
+	}
+	if err != nil || len(raw) != 16 || raw[6]>>4 != 1 || raw[8]>>6 != 2 {
+		return time.Time{}, false
+	}
+	return uuid1Time(hex.EncodeToString(raw))
 }

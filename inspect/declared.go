@@ -162,6 +162,22 @@ func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
 	return out
 }
 
+// fencedDeclared reports whether a string layout that issues a fence
+// matches the string v at key: its value carries a token to read again.
+func fencedDeclared(key string, v Value, opts Options) bool {
+	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
+		for i := range list {
+			d := &list[i]
+			if d.IssuesFence && d.Type == "string" && d.value != nil {
+				if _, ok := globRuns(d.keyParts, key, false); ok && d.matches(v) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // ofType reports whether v is of d's type and d has a rule to match it
 // by: an expression, or for a stream or any type (a role layout) the key.
 func (d *Declared) ofType(v Value) bool {
@@ -621,26 +637,11 @@ func (d *detection) declaredMembers(dl *Declared) {
 	d.inUse(lastLive, dl.Type != "zset")
 }
 
-// declaredFence checks a declared layout's token against its counter.
+// declaredFence checks a declared layout's token against its counter,
+// as lockctl's own (fenceFindings); a token no acquire wrote caps it at likely.
 func (d *detection) declaredFence(token string) {
-	d.fenced = true
 	key, cv, ok := d.fenceCounter()
-	f := &Fence{CounterKey: key}
-	d.lock.Fence = f
-	if n, err := strconv.ParseInt(token, 10, 64); err == nil {
-		f.Value = ptr(n)
-	}
-	if !ok {
-		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist", key)
-		return
-	}
-	n, isInt := incrInt(cv.Bytes)
-	if !isInt {
-		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
-		return
-	}
-	f.Counter = ptr(n)
-	if f.Value != nil && n < *f.Value {
-		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", *f.Value, n, key)
+	if !d.fenceFindings(token, key, cv, ok) && d.lock.Layout.Confidence == Certain {
+		d.lock.Layout.Confidence = Likely
 	}
 }

@@ -49,6 +49,16 @@ func TestDeclaredLayout(t *testing.T) {
 	if l := readOne(t, c, k, opts); codes(l) != "FENCE_MISMATCH:error" {
 		t.Errorf("counter behind the token: findings %s", codes(l))
 	}
+	// As lockctl's own: a later acquire's newer token, a token no INCR issued.
+	must(t, c.Set(ctx, k+":seq", "9", 0).Err())
+	if l := readOne(t, c, k, opts); codes(l) != "FENCE_MISMATCH:error" || !strings.Contains(l.Findings[0].Message, "a later acquire issued a newer token") {
+		t.Errorf("counter ahead of the token: findings %+v", l.Findings)
+	}
+	must(t, c.Set(ctx, k, "99999999999999999999|worker-3|"+token, 30*time.Second).Err())
+	if l := readOne(t, c, k, opts); codes(l) != "FENCE_MISMATCH:error" || l.Layout.Confidence != inspect.Likely {
+		t.Errorf("token above INCR's range: layout %+v findings %+v", l.Layout, l.Findings)
+	}
+	must(t, c.Set(ctx, k, "7|worker-3|"+token, 30*time.Second).Err())
 	must(t, c.Persist(ctx, k).Err())
 	must(t, c.Set(ctx, k+":seq", "7", 0).Err())
 	if l := readOne(t, c, k, opts); codes(l) != "NO_TTL:error" {

@@ -115,6 +115,20 @@ func (d *detection) fencedValue(s string) {
 			d.holder().AcquiredAt = rfc3339ms(t)
 		}
 	}
+	if !d.fenceFindings(digits, key, cv, ok) || !ok {
+		d.setLayout(name, Likely)
+		return
+	}
+	d.setLayout(name, Certain)
+}
+
+// fenceFindings checks a holder's fencing token (digits, from its value;
+// "" when the value carries none, as Redisson's) against the counter that
+// issues them (key; cv and ok what was read there and whether it exists):
+// the counter must equal the holder's token, or a later acquire took a
+// newer one (Kleppmann 2016, fencing tokens). It fills the lock's Fence and
+// adds FENCE_MISMATCH or NO_FENCE; false means no acquire wrote the token.
+func (d *detection) fenceFindings(digits, key string, cv Value, ok bool) bool {
 	f := &Fence{CounterKey: key}
 	d.lock.Fence = f
 	d.fenced = true
@@ -124,25 +138,23 @@ func (d *detection) fencedValue(s string) {
 		f.Counter = ptr(n)
 	}
 	fence, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
+	switch {
+	case digits != "" && err != nil:
 		// 19 or 20 digits above 2^63−1: no acquire wrote it, INCR stops
 		// there ("increment or decrement would overflow").
-		d.setLayout(name, Likely)
 		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %s is above %d, the highest token INCR can issue: no acquire wrote this value", digits, int64(math.MaxInt64))
-		return
-	}
-	f.Value = ptr(fence)
-	if !ok {
-		d.setLayout(name, Likely)
-		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
-		return
-	}
-	d.setLayout(name, Certain)
-	if !isInt {
-		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
-		return
+		return false
+	case digits != "":
+		f.Value = ptr(fence)
 	}
 	switch {
+	case !ok && f.Value != nil:
+		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist although the value carries fence %d", key, fence)
+	case !ok:
+		d.lock.add(FindingNoFence, SeverityWarning, "fence counter %q does not exist", key)
+	case !isInt:
+		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is not an integer INCR can raise (%s %s): the next acquire fails", key, cv.Type, describe(cv.Bytes))
+	case f.Value == nil:
 	case n < fence:
 		d.lock.add(FindingFenceMismatch, SeverityError, "holder's fence %d is above the counter %d at %q: the counter went back, tokens will be reissued", fence, n, key)
 	case n > fence && d.v.Changed:
@@ -153,6 +165,7 @@ func (d *detection) fencedValue(s string) {
 	case n == math.MaxInt64:
 		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
 	}
+	return true
 }
 
 // fenceCounter picks the fence counter among the fence_counter companions

@@ -143,7 +143,6 @@ func companions(key string, v Value, opts Options) []companionKey {
 	}
 	switch v.Type {
 	case "string":
-		cks = append(cks, stringCompanions(key, v, opts)...)
 		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
 			// A counter named as one needs no probe: its name already says what it is.
 			if _, role := companionOf(key, v, nil, opts); role == "" {
@@ -160,19 +159,6 @@ func companions(key string, v Value, opts Options) []companionKey {
 		return append(cks, zsetCompanions(key)...)
 	}
 	return cks
-}
-
-// stringCompanions are the companion keys of a string lock's layouts still
-// in code: the fence counters of a lockctl or seed-platform fenced value.
-func stringCompanions(key string, v Value, opts Options) []companionKey {
-	if !isFencedValue(string(v.Bytes)) {
-		return nil
-	}
-	fk := opts.fenceKey(key)
-	if sib := microiSibling(key); sib != "" && sib != fk {
-		return []companionKey{{Role: RoleFence, Key: fk}, {Role: RoleFence, Key: sib}}
-	}
-	return []companionKey{{Role: RoleFence, Key: fk}}
 }
 
 // companionOf recognises a key that is itself a layout's companion that no

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockctl/lockctl/lockcore"
 )
 
 // Declared is a lock layout described as data (docs/layouts.md, "Layouts
@@ -128,6 +130,8 @@ func Compile(ds []Declared) []Declared {
 type declaredMatch struct {
 	layout *Declared
 	groups map[string]string
+	// fenceKey is Options.FenceKey, for the {fence_key} placeholder.
+	fenceKey func(lockKey string) string
 }
 
 // candidates returns the layouts, the user's then the built-in ones, whose
@@ -153,7 +157,7 @@ func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
 			if out == nil {
 				out = make([]declaredMatch, 0, 4)
 			}
-			out = append(out, declaredMatch{layout: d})
+			out = append(out, declaredMatch{layout: d, fenceKey: opts.FenceKey})
 			if d.byName || !d.needsCompanion() && (!byKey || d.Type == "string") {
 				return out
 			}
@@ -376,7 +380,8 @@ func lastLiteral(lit, s string) int {
 }
 
 // expand fills a companion or job id template for the lock at key:
-// {key}, {tagged_key}, {value} and {1}..{9}; any other {…} stays as is.
+// {key}, {tagged_key}, {value}, {fence_key} (the configured fence template's
+// key, lockcore.FenceKeyFor by default) and {1}..{9}; any other {…} stays as is.
 func (m declaredMatch) expand(tmpl, key string, v Value) string {
 	if !strings.Contains(tmpl, "{") {
 		return tmpl
@@ -401,6 +406,10 @@ func (m declaredMatch) expand(tmpl, key string, v Value) string {
 			b.WriteString("{" + key + "}")
 		case name == "value":
 			b.Write(v.Bytes)
+		case name == "fence_key" && m.fenceKey != nil:
+			b.WriteString(m.fenceKey(key))
+		case name == "fence_key":
+			b.WriteString(lockcore.FenceKeyFor(key))
 		case n >= 1 && n < len(m.layout.keyParts):
 			runs, _ := globRuns(m.layout.keyParts, key, true)
 			b.WriteString(runs[n-1])
@@ -422,12 +431,20 @@ func placeholderRun(name string) int {
 	return int(name[0] - '0')
 }
 
-// companionKeys are the companions of every candidate layout at key.
+// companionKeys are the companions of every candidate layout at key, each
+// key once per role (two variants of a layout name the same counter).
 func companionKeys(key string, v Value, ms []declaredMatch) []companionKey {
 	var out []companionKey
 	for _, m := range ms {
 		for _, c := range m.layout.Companions {
-			out = append(out, companionKey{Role: c.Role, Key: m.expand(c.Key, key, v), Get: c.Value != ""})
+			ck := companionKey{Role: c.Role, Key: m.expand(c.Key, key, v), Get: c.Value != ""}
+			i := slices.IndexFunc(out, func(o companionKey) bool { return o.Role == ck.Role && o.Key == ck.Key })
+			if i < 0 {
+				out = append(out, ck)
+			}
+			if i >= 0 && ck.Get {
+				out[i].Get = true
+			}
 		}
 	}
 	return out
@@ -448,8 +465,12 @@ func matchDeclared(key string, v Value, comp map[string]Value, opts Options) (de
 }
 
 // met reports whether m needs no required companion or one of them
-// exists; the key itself is no evidence of its own layout.
+// exists; the key itself is no evidence of its own layout. A fence token
+// that reads as a time, with no counter beside it, is a time, not a fence.
 func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
+	if m.layout.IssuesFence && m.timeNotFence(key, v, comp) {
+		return false
+	}
 	if !m.layout.needsCompanion() {
 		return true
 	}
@@ -459,6 +480,22 @@ func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
 		}
 	}
 	return false
+}
+
+// timeNotFence reports a fence group that is a time (Unix s, ms or µs)
+// while none of the layout's fence counters exists: "<ms>:<token>" is
+// written by many without a fence (docs/layouts.md, composite-token).
+func (m declaredMatch) timeNotFence(key string, v Value, comp map[string]Value) bool {
+	g, _ := m.layout.matchValue(v, true)
+	if _, _, isTime := parseTime(g["fence"]); !isTime {
+		return false
+	}
+	for _, c := range m.layout.Companions {
+		if c.Role == RoleFence && c.there(comp[m.expand(c.Key, key, v)]) {
+			return false
+		}
+	}
+	return true
 }
 
 // detectDeclared applies a declared layout: owner, holder and times from
@@ -508,7 +545,7 @@ func (d *detection) detectDeclared(m declaredMatch) {
 		d.holder().JobID = m.expand(dl.JobID, d.key, d.v)
 	}
 	if dl.IssuesFence {
-		d.declaredFence(m.groups["fence"])
+		d.declaredFence(m)
 	}
 }
 
@@ -546,7 +583,7 @@ func (d *detection) holderGroups(g map[string]string) {
 	if pid, ok := parseInt(g["pid"]); ok {
 		h.PID = pid
 	}
-	if t, ok := groupTime(g["acquired_at"]); ok {
+	if t, ok := groupTime(g["acquired_at"]); ok && (!embeddedTime(g["acquired_at"]) || d.plausible(t)) {
 		h.AcquiredAt = rfc3339ms(t)
 	}
 	if t, ok := groupTime(g["expires_at"]); ok {
@@ -557,8 +594,8 @@ func (d *detection) holderGroups(g map[string]string) {
 	}
 }
 
-// groupTime reads a time group: Unix s, ms or µs, RFC 3339, or a
-// version-1 UUID's time (32 hex, or its bytes in base64: uuid1Token).
+// groupTime reads a time group: Unix s, ms or µs, RFC 3339, a version-1
+// UUID's time (32 hex, or its bytes in base64: uuid1Token) or a ULID's.
 func groupTime(s string) (time.Time, bool) {
 	if s == "" {
 		return time.Time{}, false
@@ -569,8 +606,20 @@ func groupTime(s string) (time.Time, bool) {
 	if t, ok := uuid1Token(s); ok {
 		return t, true
 	}
+	if t, ok := ulidTime(s); ok {
+		return t, true
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
+}
+
+// embeddedTime reports a time inside a token (a UUIDv1's, a ULID's): an
+// id made once may outlive many acquires, and random bytes can have its
+// shape, so it is shown as the acquire time only within a day of the read.
+func embeddedTime(s string) bool {
+	_, isUUID1 := uuid1Token(s)
+	_, isULID := ulidTime(s)
+	return isUUID1 || isULID
 }
 
 // declaredHashHolders lists every field of a hash as a holder.
@@ -584,7 +633,7 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 			}
 		}
 		acq := int64(0)
-		if t, ok := groupTime(g["acquired_at"]); ok {
+		if t, ok := groupTime(g["acquired_at"]); ok && (!embeddedTime(g["acquired_at"]) || d.plausible(t)) {
 			acq = t.UnixMilli()
 		}
 		d.addHolder(f[0], "", acq, 0)
@@ -638,10 +687,22 @@ func (d *detection) declaredMembers(dl *Declared) {
 }
 
 // declaredFence checks a declared layout's token against its counter,
-// as lockctl's own (fenceFindings); a token no acquire wrote caps it at likely.
-func (d *detection) declaredFence(token string) {
-	key, cv, ok := d.fenceCounter()
-	if !d.fenceFindings(token, key, cv, ok) && d.lock.Layout.Confidence == Certain {
+// the first of its fence_counter companions that exists, else the first
+// (lockctl's own by the same rule, fenceFindings); a token no acquire
+// wrote caps it at likely.
+func (d *detection) declaredFence(m declaredMatch) {
+	key, ok := "", false
+	var cv Value
+	for _, c := range m.layout.Companions {
+		if c.Role != RoleFence || ok {
+			continue
+		}
+		k := m.expand(c.Key, d.key, d.v)
+		if key == "" || c.there(d.comp[k]) {
+			key, cv, ok = k, d.comp[k], c.there(d.comp[k])
+		}
+	}
+	if !d.fenceFindings(m.groups["fence"], key, cv, ok) && d.lock.Layout.Confidence == Certain {
 		d.lock.Layout.Confidence = Likely
 	}
 }

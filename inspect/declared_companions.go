@@ -31,11 +31,11 @@ func companionEntries(ds []Declared) []Declared {
 // companionGlob is the glob of the keys a companion template names beside
 // the locks of lockGlob: the lock's glob for {key}, each run's * for {1}..;
 // ok is false for a template that names no key of its own (one that uses
-// {value}, unknown from the companion's name, or whose glob begins and
+// {value}, unknown from the companion's name, or {fence_key}, or whose glob begins and
 // ends with a glob: "{1}", "{1}:{2}:{3}" would take in most keys).
 func companionGlob(tmpl, lockGlob string) (string, bool) {
-	if strings.Contains(tmpl, "{value}") {
-		return "", false
+	if strings.Contains(tmpl, "{value}") || strings.Contains(tmpl, "{fence_key}") {
+		return "", false // the configured fence counters are known by IsFenceKey (companionOf)
 	}
 	tagged := "{" + lockGlob + "}"
 	if strings.Contains(lockGlob, "{") || strings.HasPrefix(lockGlob, "*") && strings.HasSuffix(lockGlob, "*") {

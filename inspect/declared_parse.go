@@ -337,7 +337,9 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 		return "", fmt.Errorf("%s; name and key are required", missingFields("name", d.Name, "key", d.Key))
 	case !builtin && (slices.ContainsFunc(Layouts, func(l LayoutInfo) bool { return l.Name == d.Name }) || d.Name == "unknown"):
 		return "name", fmt.Errorf("name %q is a built-in layout's; choose another", d.Name)
-	case !d.needsCompanion() && slices.ContainsFunc(before, func(o Declared) bool { return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role }):
+	case slices.ContainsFunc(before, func(o Declared) bool {
+		return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role && !o.needsCompanion() && !d.needsCompanion()
+	}):
 		return "name", fmt.Errorf("name %q is declared twice for type %s%s; one entry per name, type and role, or a variant with a required companion", d.Name, d.Type, roleWords(d.Role))
 	case d.byNameOnly() && d.Role == "":
 		return "type", fmt.Errorf("type %s needs a role: only a companion (a queue's keys, say) is known by its name alone", d.Type)

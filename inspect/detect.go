@@ -45,8 +45,6 @@ func (d *detection) detectString() {
 		return
 	}
 	switch {
-	case isFencedValue(s) && !d.timeNotFence(s):
-		d.fencedValue(s)
 	case isUUID(s):
 		d.setOwner(b)
 		d.generic(ShapeUUID, "a UUID, an owner token written by many libraries", seenUUID...)
@@ -77,50 +75,6 @@ var (
 	seenHex32   = []string{"node-redlock", "redis-py"}
 	seenAlnum16 = []string{"go-zero", "laravel"}
 )
-
-// timeNotFence reports "<digits>:<owner>" whose digits are a time (Unix s
-// or ms) and whose fence counter is missing: a time and a token, written
-// by many, not a lockctl fence.
-func (d *detection) timeNotFence(s string) bool {
-	digits, _, _ := strings.Cut(s, ":")
-	if _, _, ok := parseTime(digits); !ok {
-		return false
-	}
-	for _, c := range d.cks {
-		if v, ok := d.comp[c.Key]; c.Role == RoleFence && ok && v.Exists() {
-			return false
-		}
-	}
-	return true
-}
-
-// fencedValue is "<fence>:<owner>" with an INCR counter elsewhere:
-//   - lockctl, lockcore/scripts/acquire.lua: owner 32 lowercase hex, SET PX,
-//     the counter at the fence key (lockcore.FenceKeyFor, or the configured
-//     fence template) on the same slot;
-//   - microi, the seed platform: owner a ULID or a 32-hex GUID, the counter
-//     at the sibling key "<name>:FencingToken" of "<name>:Lease"
-//     (e.g. Microi:{os}:DatabaseBackup:Lease and :FencingToken).
-//
-// The configured fence key is tried first, then the sibling: the first
-// that exists is the counter; with neither, the configured one is missing.
-func (d *detection) fencedValue(s string) {
-	digits, owner, _ := strings.Cut(s, ":")
-	d.setOwner([]byte(owner))
-	key, cv, ok := d.fenceCounter()
-	name := "lockctl"
-	if strings.HasSuffix(key, microiCounterSuffix) || !isHex(owner) {
-		name = "microi"
-		if t, isULID := ulidTime(owner); isULID && d.plausible(t) {
-			d.holder().AcquiredAt = rfc3339ms(t)
-		}
-	}
-	if !d.fenceFindings(digits, key, cv, ok) || !ok {
-		d.setLayout(name, Likely)
-		return
-	}
-	d.setLayout(name, Certain)
-}
 
 // fenceFindings checks a holder's fencing token (digits, from its value;
 // "" when the value carries none, as Redisson's) against the counter that
@@ -166,27 +120,6 @@ func (d *detection) fenceFindings(digits, key string, cv Value, ok bool) bool {
 		d.lock.add(FindingFenceMismatch, SeverityError, "fence counter %q is at %d, the highest token INCR can issue: the next acquire fails", key, n)
 	}
 	return true
-}
-
-// fenceCounter picks the fence counter among the fence_counter companions
-// (the configured key, then the seed platform's sibling): the first that
-// exists, else the first. It marks only the one picked as the layout's.
-func (d *detection) fenceCounter() (string, Value, bool) {
-	first := ""
-	for _, c := range d.cks {
-		if c.Role != RoleFence {
-			continue
-		}
-		if first == "" {
-			first = c.Key
-		}
-		if v, ok := d.comp[c.Key]; ok && v.Exists() {
-			d.used[c.Key] = true
-			return c.Key, v, true
-		}
-	}
-	d.used[first] = true
-	return first, Value{}, false
 }
 
 // incrInt parses b as INCR does (Redis's string2ll): an optional '-' and
@@ -357,17 +290,6 @@ func isUUID(s string) bool {
 		}
 	}
 	return true
-}
-
-// isFencedValue reports "<fence digits>:<owner>", the owner 32 hex digits
-// (lockctl, or a GUID "N" of the seed platform, either case) or a ULID.
-func isFencedValue(s string) bool {
-	f, o, ok := strings.Cut(s, ":")
-	if !ok || len(f) > 20 || !isDigits(f) {
-		return false
-	}
-	_, isULID := ulidTime(o)
-	return len(o) == 32 && isHex(strings.ToLower(o)) || isULID
 }
 
 // isRedissonField reports "<uuid>:<threadId>" with an optional ":write".

@@ -407,11 +407,11 @@ func (q *round2) decodeCompanions() (map[string]Value, error) {
 	return out, nil
 }
 
-// queueAgain reads a fenced value (lockctl's, or a declared layout's that
-// issues a fence) once more, after its fence counter: a counter above the
+// queueAgain reads a fenced value (of a layout that issues a fence:
+// lockctl's, the seed platform's, a declared one) once more, after its fence counter: a counter above the
 // holder's fence is FENCE_MISMATCH only if no acquire came between.
 func (q *round2) queueAgain(ctx context.Context, i int, k string, v Value) {
-	if v.Type == "string" && (isFencedValue(string(v.Bytes)) || fencedDeclared(k, v, q.r.Options)) {
+	if v.Type == "string" && fencedDeclared(k, v, q.r.Options) {
 		q.again[i] = q.pipe.Do(ctx, "getrange", k, 0, q.r.maxBytes()-1)
 		q.queued++
 	}

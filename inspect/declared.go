@@ -67,6 +67,8 @@ type Declared struct {
 	// byName marks an entry companionEntries made from a companion's key
 	// template: matched by key and type alone (companionByName).
 	byName bool
+	// fenceGroup says a fencing layout's value has a fence group (a token).
+	fenceGroup bool
 }
 
 // DeclaredCompanion is one companion key of a declared layout. Key is a
@@ -104,6 +106,7 @@ func (d Declared) compiled() Declared {
 		d.Companions[i].value = re(d.Companions[i].Value)
 	}
 	d.keyParts = strings.Split(d.Key, "*")
+	d.fenceGroup = d.IssuesFence && d.value != nil && d.value.SubexpIndex("fence") >= 0
 	if d.Confidence == "" {
 		d.Confidence = Certain
 	}
@@ -455,7 +458,7 @@ func companionKeys(key string, v Value, ms []declaredMatch) []companionKey {
 func matchDeclared(key string, v Value, comp map[string]Value, opts Options) (declaredMatch, bool) {
 	for _, m := range candidates(key, v, opts, false) {
 		if m.met(key, v, comp) {
-			if !m.layout.byName {
+			if !m.layout.byName && m.groups == nil {
 				m.groups, _ = m.layout.matchValue(v, true)
 			}
 			return m, true
@@ -467,8 +470,8 @@ func matchDeclared(key string, v Value, comp map[string]Value, opts Options) (de
 // met reports whether m needs no required companion or one of them
 // exists; the key itself is no evidence of its own layout. A fence token
 // that reads as a time, with no counter beside it, is a time, not a fence.
-func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
-	if m.layout.IssuesFence && m.timeNotFence(key, v, comp) {
+func (m *declaredMatch) met(key string, v Value, comp map[string]Value) bool {
+	if m.layout.fenceGroup && m.timeNotFence(key, v, comp) {
 		return false
 	}
 	if !m.layout.needsCompanion() {
@@ -485,9 +488,13 @@ func (m declaredMatch) met(key string, v Value, comp map[string]Value) bool {
 // timeNotFence reports a fence group that is a time (Unix s, ms or µs)
 // while none of the layout's fence counters exists: "<ms>:<token>" is
 // written by many without a fence (docs/layouts.md, composite-token).
-func (m declaredMatch) timeNotFence(key string, v Value, comp map[string]Value) bool {
-	g, _ := m.layout.matchValue(v, true)
-	if _, _, isTime := parseTime(g["fence"]); !isTime {
+func (m *declaredMatch) timeNotFence(key string, v Value, comp map[string]Value) bool {
+	m.groups, _ = m.layout.matchValue(v, true)
+	fence := m.groups["fence"]
+	if len(fence) < 9 { // shorter than 978307200, 2001 in Unix s: no time parseTime takes
+		return false
+	}
+	if _, _, isTime := parseTime(fence); !isTime {
 		return false
 	}
 	for _, c := range m.layout.Companions {
@@ -525,7 +532,9 @@ func (d *detection) detectDeclared(m declaredMatch) {
 	d.valueTTL = dl.ValueExpiry
 	switch dl.Type {
 	case "string":
-		d.setOwner(d.v.Bytes)
+		if m.groups["owner"] == "" { // else set from the group below
+			d.setOwner(d.v.Bytes)
+		}
 	case "hash":
 		d.setOwner([]byte(d.v.Fields[0][0]))
 		if n, ok := parseInt(m.groups["count"]); ok {
@@ -580,7 +589,7 @@ func (d *detection) holderGroups(g map[string]string) {
 	set(&h.Thread, "thread")
 	set(&h.JobID, "job_id")
 	set(&h.Metadata, "metadata")
-	if pid, ok := parseInt(g["pid"]); ok {
+	if pid, ok := parseInt(g["pid"]); ok && g["pid"] != "" {
 		h.PID = pid
 	}
 	if t, ok := groupTime(g["acquired_at"]); ok && (!embeddedTime(g["acquired_at"]) || d.plausible(t)) {

@@ -3,7 +3,6 @@ package inspect
 import (
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +53,17 @@ type Declared struct {
 	// group of the value or a companion's), not in a Redis TTL: no TTL is
 	// then by design (redis-lock-gem).
 	ValueExpiry bool
+	// LeaseFromKey (zset scored by acquire time) says each holder's lease
+	// is the key's expiry minus the newest score: the library PEXPIREs the
+	// key by its lease at each acquire or refresh (redis-semaphore).
+	LeaseFromKey bool
+	// WriteMember (zset) is a member that marks a write lock, no holder:
+	// the holder with its score writes, the others read (Symfony Lock).
+	WriteMember string
+	// MemberEvidence (zset, list, set) is an expression only this layout's
+	// members match: with one member matching it the match is certain,
+	// else at most Confidence.
+	MemberEvidence string
 	// AcquiredWithin, when not 0, is how near the read the value's
 	// acquired_at time must be for the layout to match: a random token can
 	// have a time's shape (a UUIDv1's, one in 64) with any time in it.
@@ -61,9 +71,9 @@ type Declared struct {
 	// Companions are keys the layout keeps beside the lock.
 	Companions []DeclaredCompanion
 
-	value, field, fieldValue, member *regexp.Regexp
-	keyParts                         []string // Key split at its stars
-	moreKeys                         []string // the rest of a file's key list, until perGlob
+	value, field, fieldValue, member, memberEvidence *regexp.Regexp
+	keyParts                                         []string // Key split at its stars
+	moreKeys                                         []string // the rest of a file's key list, until perGlob
 	// byName marks an entry companionEntries made from a companion's key
 	// template: matched by key and type alone (companionByName).
 	byName bool
@@ -101,6 +111,7 @@ func (d Declared) compiled() Declared {
 		return regexp.MustCompile(`^(?:` + expr + `)$`)
 	}
 	d.value, d.field, d.fieldValue, d.member = re(d.Value), re(d.Field), re(d.FieldValue), re(d.Member)
+	d.memberEvidence = re(d.MemberEvidence)
 	d.Companions = slices.Clone(d.Companions) // entries of one file's key list share the slice
 	for i := range d.Companions {
 		d.Companions[i].value = re(d.Companions[i].Value)
@@ -220,7 +231,7 @@ func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 	switch {
 	case d.byNameOnly(): // known by its key (and required companions) alone
 		return map[string]string{}, true
-	case v.Truncated:
+	case v.Truncated && d.Type == "string": // a hash's, zset's, list's or set's members read are matched
 		return nil, false
 	case d.Type == "string":
 		if d.Size > 0 && len(v.Bytes) != d.Size || !d.value.Match(v.Bytes) {
@@ -265,44 +276,6 @@ func (d *Declared) recent(s string, readAtMS int64) bool {
 	t, ok := groupTime(s)
 	diff := time.Duration(t.UnixMilli()-readAtMS) * time.Millisecond
 	return ok && readAtMS != 0 && diff >= -d.AcquiredWithin && diff <= d.AcquiredWithin
-}
-
-// matchMembers matches every member of a zset, list or set, and a zset's
-// scores against the layout's unit.
-func (d *Declared) matchMembers(v Value, keep bool) (map[string]string, bool) {
-	step := 1
-	if d.Type == "zset" {
-		step = 2
-	}
-	var first map[string]string
-	for i := 0; i+step-1 < len(v.Items); i += step {
-		g, ok := groupsOf(d.member, v.Items[i], keep && first == nil)
-		if !ok {
-			return nil, false
-		}
-		if step == 2 {
-			if _, ok := d.scoreMS(v.Items[i+1]); !ok {
-				return nil, false
-			}
-		}
-		if first == nil {
-			first = g
-		}
-	}
-	return first, len(v.Items) >= step
-}
-
-// scoreMS reads a zset score in the layout's unit as Unix ms, within
-// 2001-2100 (a score out of that range is no time in that unit).
-func (d *Declared) scoreMS(s string) (int64, bool) {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, false
-	}
-	if d.Unit == "s" {
-		f *= 1000
-	}
-	return int64(f), f >= minEpochMS && f < maxEpochMS
 }
 
 // groupsOf matches s whole and, with keep, returns its named groups (a
@@ -528,6 +501,9 @@ func (d *detection) detectDeclared(m declaredMatch) {
 			m.groups = fillGroups(m.groups, c.value, cv.Bytes)
 		}
 	}
+	if dl.memberEvidence != nil && conf != Certain && dl.anyEvidence(d.v) {
+		conf = Certain
+	}
 	d.setLayout(dl.Name, conf)
 	d.valueTTL = dl.ValueExpiry
 	switch dl.Type {
@@ -651,48 +627,6 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 		}
 	}
 	d.inUse(true, false)
-}
-
-// declaredMembers lists a zset's, list's or set's members as holders: a
-// zset's score its deadline or acquire time; members with the same owner
-// group are one holder with that many permits.
-func (d *detection) declaredMembers(dl *Declared) {
-	step := 1
-	if dl.Type == "zset" {
-		step = 2
-	}
-	index := map[string]int{}
-	lastLive := false
-	for i := 0; i+step-1 < len(d.v.Items); i += step {
-		g, _ := groupsOf(dl.member, d.v.Items[i], true)
-		owner := d.v.Items[i]
-		if o := g["owner"]; o != "" {
-			owner = o
-		}
-		if h, seen := index[owner]; seen {
-			d.lock.Holders[h].Permits++
-			continue
-		}
-		var acq, exp int64
-		if step == 2 {
-			ms, _ := dl.scoreMS(d.v.Items[i+1])
-			if dl.Score == "deadline" {
-				exp = ms
-			} else {
-				acq = ms
-			}
-		}
-		index[owner] = len(d.lock.Holders)
-		d.addHolder(owner, "", acq, exp)
-		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
-	}
-	if dl.Score == "deadline" {
-		d.memberTTL = true
-		d.inUse(lastLive, true)
-		d.staleHolders()
-		return
-	}
-	d.inUse(lastLive, dl.Type != "zset")
 }
 
 // declaredFence checks a declared layout's token against its counter,

@@ -30,7 +30,7 @@ var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", 
 var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
-var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "library", "member", "name", "role", "score", "size", "type", "unit", "value"}
+var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "lease", "library", "member", "member_evidence", "name", "role", "score", "size", "type", "unit", "value", "write_member"}
 
 // companionFields are the fields of a companion, sorted.
 var companionFields = []string{"key", "optional", "required", "role", "type", "value"}
@@ -140,7 +140,8 @@ func declaredOf(item any) (Declared, []fieldError) {
 // set stores one field of an entry.
 func (d *Declared) set(k string, v any) error {
 	texts := map[string]*string{"name": &d.Name, "library": &d.Library, "value": &d.Value,
-		"field": &d.Field, "field_value": &d.FieldValue, "member": &d.Member, "job_id": &d.JobID}
+		"field": &d.Field, "field_value": &d.FieldValue, "member": &d.Member, "job_id": &d.JobID,
+		"write_member": &d.WriteMember, "member_evidence": &d.MemberEvidence}
 	if dst, ok := texts[k]; ok {
 		s, isText := v.(string)
 		if !isText {
@@ -167,6 +168,11 @@ func (d *Declared) set(k string, v any) error {
 			return fmt.Errorf("acquired_within is %s; want a duration such as 24h or 90m", got(v))
 		}
 		d.AcquiredWithin = within
+	case "lease":
+		var from string
+		err := oneOf(k, v, []string{"key"}, &from)
+		d.LeaseFromKey = from == "key"
+		return err
 	case "expiry":
 		var where string
 		err := oneOf(k, v, []string{"key", "value"}, &where)
@@ -337,10 +343,8 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 		return "", fmt.Errorf("%s; name and key are required", missingFields("name", d.Name, "key", d.Key))
 	case !builtin && (slices.ContainsFunc(Layouts, func(l LayoutInfo) bool { return l.Name == d.Name }) || d.Name == "unknown"):
 		return "name", fmt.Errorf("name %q is a built-in layout's; choose another", d.Name)
-	case slices.ContainsFunc(before, func(o Declared) bool {
-		return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role && !o.needsCompanion() && !d.needsCompanion()
-	}):
-		return "name", fmt.Errorf("name %q is declared twice for type %s%s; one entry per name, type and role, or a variant with a required companion", d.Name, d.Type, roleWords(d.Role))
+	case slices.ContainsFunc(before, d.sameAs):
+		return "name", fmt.Errorf("name %q is declared twice for type %s%s with the same key and expressions; a variant differs in one of them", d.Name, d.Type, roleWords(d.Role))
 	case d.byNameOnly() && d.Role == "":
 		return "type", fmt.Errorf("type %s needs a role: only a companion (a queue's keys, say) is known by its name alone", d.Type)
 	}
@@ -352,7 +356,7 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 	if field, err := checkTypeFields(d); err != nil {
 		return field, err
 	}
-	exprs := map[string]string{"value": d.Value, "field": d.Field, "field_value": d.FieldValue, "member": d.Member}
+	exprs := map[string]string{"value": d.Value, "field": d.Field, "field_value": d.FieldValue, "member": d.Member, "member_evidence": d.MemberEvidence}
 	for _, field := range slices.Sorted(maps.Keys(exprs)) {
 		if err := checkExpr(field, exprs[field]); err != nil {
 			return field, err
@@ -372,6 +376,8 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 	switch {
 	case d.IssuesFence && !hasCounter:
 		return "fence", fmt.Errorf("fence: true needs a companion with role %s (the counter)", RoleFence)
+	case d.LeaseFromKey && d.Score != "acquired":
+		return "lease", fmt.Errorf("lease: key needs score: acquired (the lease runs from each member's acquire time)")
 	case d.AcquiredWithin > 0 && (d.Type != "string" || !hasGroup(d.Value, "acquired_at")):
 		return "acquired_within", fmt.Errorf("acquired_within needs a string layout with an acquired_at group in its value")
 	case d.ValueExpiry && (d.Type != "string" || !expiresAt):
@@ -407,6 +413,13 @@ func checkExpr(field, expr string) error {
 	return nil
 }
 
+// sameAs reports an entry d repeats: name, type, role, key and
+// expressions alike (variants of one layout differ in one of these).
+func (d Declared) sameAs(o Declared) bool {
+	return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role && o.Key == d.Key && o.Value == d.Value &&
+		o.Field == d.Field && o.FieldValue == d.FieldValue && o.Member == d.Member
+}
+
 // roleWords is " and role R", or "" for a lock's own layout.
 func roleWords(role string) string {
 	if role == "" {
@@ -420,9 +433,9 @@ func roleWords(role string) string {
 var typeFields = map[string][2][]string{
 	"string": {{"value"}, {"size"}},
 	"hash":   {{"field"}, {"field_value"}},
-	"zset":   {{"member", "score", "unit"}, nil},
-	"list":   {{"member"}, nil},
-	"set":    {{"member"}, nil},
+	"zset":   {{"member", "score", "unit"}, {"lease", "member_evidence", "write_member"}},
+	"list":   {{"member"}, {"member_evidence"}},
+	"set":    {{"member"}, {"member_evidence"}},
 	"stream": {nil, nil},
 	"any":    {nil, nil},
 }
@@ -430,7 +443,8 @@ var typeFields = map[string][2][]string{
 // checkTypeFields checks that d has the fields of its type and none of another's.
 func checkTypeFields(d Declared) (string, error) {
 	set := map[string]bool{"value": d.Value != "", "size": d.Size > 0, "field": d.Field != "", "field_value": d.FieldValue != "",
-		"member": d.Member != "", "score": d.Score != "", "unit": d.Unit != ""}
+		"member": d.Member != "", "score": d.Score != "", "unit": d.Unit != "",
+		"lease": d.LeaseFromKey, "member_evidence": d.MemberEvidence != "", "write_member": d.WriteMember != ""}
 	tf := typeFields[d.Type]
 	for _, f := range tf[0] {
 		if !set[f] {

@@ -85,178 +85,20 @@ func zsetCompanions(key string) []companionKey {
 	return []companionKey{{Role: RolePermits, Key: base}}
 }
 
-// detectZset tells which semaphore or shared lock wrote a zset; a zset no
-// layout explains is described (genericZset).
+// detectZset tells whether Redisson's permit semaphore wrote a zset (the
+// other semaphores and shared locks are entries of builtin_layouts.yaml);
+// a zset no layout explains is described (genericZset).
 func (d *detection) detectZset() {
 	ms, scored := zmembers(d.v.Items)
 	ok := scored && len(ms) > 0
 	if ok {
-		// Symfony's members are the strictest shape: a resource may be named "semaphore:…".
-		switch {
-		case d.symfonyLock(ms):
-		case strings.HasPrefix(d.key, "semaphore:") && d.redisSemaphore(ms):
-		case strings.HasSuffix(d.key, ":timeout") && d.redissonPermits(ms):
-		default:
-			ok = false
-		}
+		ok = strings.HasSuffix(d.key, ":timeout") && d.redissonPermits(ms)
 	}
 	if !ok {
 		d.genericZset(ms, scored)
 		return
 	}
 	d.staleHolders()
-}
-
-// redisSemaphore, swarthy/redis-semaphore, npm 5.8.0 (its lib/ as
-// published): lib/semaphore/acquire/lua.js and
-// lib/multiSemaphore/acquire/lua.js: key "semaphore:<name>", ZADD
-// <now ms> <identifier> (Semaphore) or <identifier>_0 .. _<permits-1>
-// (MultiSemaphore), then PEXPIRE <lockTimeout> on the key; identifier
-// crypto.randomUUID() (lib/Lock.js), lockTimeout 10000 by default
-// (lib/misc.js); an acquire or refresh first removes the members scored
-// below now - lockTimeout. The lease is not stored: the key's expiry minus
-// the newest score is the lockTimeout of its last acquire or refresh.
-func (d *detection) redisSemaphore(ms []zmember) bool {
-	top := ms[len(ms)-1].score
-	if t, ok := zmembers(d.v.Top); ok && len(t) == 1 {
-		top = max(top, t[0].score)
-	}
-	for _, m := range ms {
-		if m.score < minEpochMS || m.score > maxEpochMS || m.score != math.Trunc(m.score) {
-			return false
-		}
-	}
-	var leaseMS int64
-	if d.v.PTTL >= 0 && d.v.ExpireAtMS > int64(top) {
-		leaseMS = d.v.ExpireAtMS - int64(top)
-	}
-	// "<uuid>_<n>" is MultiSemaphore's own; UUIDs alone are also the
-	// classic hand-rolled ZADD semaphore's; other identifiers anyone's.
-	anyMulti, allUUID := false, true
-	index := map[string]int{}
-	lastLive := false
-	for _, m := range ms {
-		owner, multi := semaphoreIdentifier(m.name)
-		anyMulti = anyMulti || multi
-		allUUID = allUUID && isUUIDPrefixed(owner)
-		acq := int64(m.score)
-		exp := int64(0)
-		if leaseMS > 0 {
-			exp = acq + leaseMS
-		}
-		h, seen := index[owner]
-		if !seen || !multi {
-			index[owner] = len(d.lock.Holders)
-			d.addHolder(owner, "", acq, exp)
-			h = len(d.lock.Holders) - 1
-		} else {
-			d.lock.Holders[h].Permits++
-		}
-		lastLive = !d.lock.Holders[h].Expired
-	}
-	conf := Guess
-	switch {
-	case anyMulti:
-		conf = Certain
-	case allUUID:
-		conf = Likely
-	}
-	d.setLayout("redis-semaphore", conf)
-	d.inUse(lastLive, true)
-	return true
-}
-
-// semaphoreIdentifier folds a MultiSemaphore member "<identifier>_<n>" to
-// its identifier when that is the library's default (a UUID, with an
-// optional "-<suffix>"); other members are a Semaphore's identifier.
-func semaphoreIdentifier(m string) (string, bool) {
-	i := strings.LastIndexByte(m, '_')
-	if i > 0 && isDigits(m[i+1:]) && isUUIDPrefixed(m[:i]) {
-		return m[:i], true
-	}
-	return m, false
-}
-
-// isUUIDPrefixed reports redis-semaphore's getIdentifier(): a UUID, or a
-// UUID, '-' and the identifierSuffix option.
-func isUUIDPrefixed(s string) bool {
-	return len(s) >= 36 && isUUID(s[:36]) && (len(s) == 36 || s[36] == '-' && len(s) > 37)
-}
-
-// symfonyWrite is the member Symfony Lock's RedisStore adds for a write lock.
-const symfonyWrite = "__write__"
-
-// symfonyLock, Symfony Lock's RedisStore (symfony/lock tags v5.4.40 and
-// v7.1.1, Store/RedisStore.php; the same in Debian 12's php-symfony-lock
-// 5.4.53, read and run): the key is the
-// resource name; save() (a write lock) ZADDs <expiry ms> <token> and the
-// same score for "__write__", saveRead() ZADDs <expiry ms> <token> (no
-// "__write__"); the score is now + ttl (TIME on Redis 5+), the key's
-// PEXPIREAT the highest score; token base64_encode(random_bytes(32));
-// initialTtl 300 s by default. A write lock admits its token alone.
-func (d *detection) symfonyLock(ms []zmember) bool {
-	var write *zmember
-	tokens := 0
-	for i, m := range ms {
-		switch {
-		case m.score < minEpochMS || m.score > maxEpochMS:
-			return false
-		case m.name == symfonyWrite:
-			write = &ms[i]
-		case isSymfonyToken(m.name):
-			tokens++
-		default:
-			return false
-		}
-	}
-	if tokens == 0 {
-		return false
-	}
-	conf := Likely
-	if write != nil {
-		conf = Certain
-	}
-	d.setLayout("symfony-lock", conf)
-	var live int64
-	lastLive := false
-	writer := -1
-	for _, m := range ms {
-		if m.name == symfonyWrite {
-			continue
-		}
-		mode := "read"
-		if write != nil && m.score == write.score && writer < 0 {
-			mode, writer = "write", len(d.lock.Holders)
-		}
-		d.addHolder(m.name, mode, 0, int64(m.score))
-		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
-		if lastLive {
-			live++
-		}
-	}
-	if writer >= 0 && !d.lock.Holders[writer].Expired {
-		d.setOwner([]byte(d.lock.Holders[writer].Owner))
-		if live > 1 {
-			d.lock.add(FindingOverAdmitted, SeverityError, "a write lock and %d other live holders at once: a write lock admits its holder alone", live-1)
-		}
-	}
-	// "__write__" may be among the members past the bound: exact only when all were read.
-	d.inUse(lastLive, !d.v.Truncated)
-	return true
-}
-
-// isSymfonyToken reports base64_encode(random_bytes(32)): 43 characters of
-// the standard alphabet, the last with its 2 low bits zero, then "=".
-func isSymfonyToken(s string) bool {
-	if len(s) != 44 || s[43] != '=' || strings.IndexByte("AEIMQUYcgkosw048", s[42]) < 0 {
-		return false
-	}
-	for i := 0; i < 42; i++ {
-		if strings.IndexByte(stdAlphabet, s[i]) < 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // redissonPermits, Redisson's RedissonPermitExpirableSemaphore

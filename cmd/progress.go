@@ -116,7 +116,6 @@ type scanProgress struct {
 	pattern        string
 	walked, judged atomic.Int64
 	start          time.Time
-	shown          bool // drawn at least once (by the ticker's goroutine, then scanned's)
 	quit, done     chan struct{}
 	halt           sync.Once
 }
@@ -150,7 +149,6 @@ func (p *scanProgress) draw() {
 	if time.Since(p.start) < scanProgressAfter {
 		return
 	}
-	p.shown = true
 	p.bar.show(p.walked.Load(), "scanning "+p.pattern, fmt.Sprintf(": %d locks judged", p.judged.Load()))
 }
 
@@ -172,7 +170,8 @@ func (p *scanProgress) scanned(sorting bool, n int) {
 		return
 	}
 	p.halt.Do(func() { close(p.quit); <-p.done })
-	if !sorting || !p.shown {
+	// A scan due its bar shows it though it ended before the first tick.
+	if !sorting || time.Since(p.start) < scanProgressAfter {
 		p.bar.stop()
 		return
 	}

@@ -105,6 +105,12 @@ var cases = []libCase{
 		Layouts: []string{"bull"}, Need: noFence, Allow: []string{"CROSS_SLOT"}, Watchdog: true, CrashMode: "long"},
 	{ID: "bullmq/default", Driver: "node", Lib: "bullmq", Mode: "default", Name: "bmq-%s",
 		Layouts: []string{"bullmq"}, Need: noFence, Allow: []string{"CROSS_SLOT"}, Watchdog: true, CrashMode: "long"},
+	// asynq (issue 44): a task enqueued with Unique(30 s) on queue "<name>"
+	// and run by a server: the unique key "asynq:{<name>}:unique:<type>:" =
+	// the task id, and the queue's lease zset of running tasks, extended by
+	// the server's heartbeater; its queue and server keys are companions.
+	{ID: "asynq/unique", Driver: "go", Lib: "asynq", Mode: "unique", Name: "aq-%s",
+		Layouts: []string{"asynq-unique", "asynq-lease"}, Zset: true, Need: noFence},
 
 	// Python: redis-py Lock, uuid1().hex; no timeout by default (NO_TTL is true).
 	{ID: "redis-py/default", Driver: "python", Lib: "redis-py", Mode: "default", Name: "py-%s",

@@ -23,6 +23,7 @@ var libraries = []library{
 	{"redislock", "github.com/bsm/redislock", "go"},
 	{"rueidislock", "github.com/redis/rueidis", "go"},
 	{"go-zero", "github.com/zeromicro/go-zero", "go"},
+	{"asynq", "github.com/hibiken/asynq", "go"},
 	{"redlock4", "redlock4", "npm"},
 	{"redlock5", "redlock5", "npm"},
 	{"redis-semaphore", "redis-semaphore", "npm"},

@@ -92,8 +92,10 @@ func take(ctx context.Context, rdb *goredislib.Client, lib, mode, addr, name str
 		l, err = rueidisLock(ctx, rdb, mode, addr, name)
 	case "go-zero":
 		l, err = zeroLock(ctx, rdb, mode, addr, name)
+	case "asynq":
+		l, err = asynqLock(ctx, rdb, addr, name)
 	default:
-		err = fmt.Errorf("unknown library %q: redsync, redislock, rueidislock or go-zero", lib)
+		err = fmt.Errorf("unknown library %q: redsync, redislock, rueidislock, go-zero or asynq", lib)
 	}
 	return l, err
 }

@@ -117,9 +117,9 @@ const (
 	RoleProbe = "probe"
 	// RolePermits is a semaphore's counter of available permits (semaphore.go).
 	RolePermits = "permits_counter"
-	// rolePermitTimeouts is the zset an integer key would have as Redisson's
+	// RolePermitTimeouts is the zset an integer key would have as Redisson's
 	// permit counter: a probe read by TYPE alone, never shown as a companion.
-	rolePermitTimeouts = "permit_timeouts"
+	RolePermitTimeouts = "permit_timeouts"
 )
 
 type companionKey struct {
@@ -145,47 +145,23 @@ func companions(key string, v Value, opts Options) []companionKey {
 	case "string":
 		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
 			// A counter named as one needs no probe: its name already says what it is.
-			if _, role := companionOf(key, v, nil, opts); role == "" {
-				cks = append(cks, companionKey{Role: rolePermitTimeouts, Key: redissonSuffixName(key, "timeout")})
-				if _, _, isTime := parseTime(string(v.Bytes)); !isTime {
-					for _, n := range neighbours(key) {
-						cks = append(cks, companionKey{Role: roleNeighbour, Key: n})
-					}
+			if _, _, isTime := parseTime(string(v.Bytes)); !companionOf(key, v, opts) && !isTime {
+				for _, n := range neighbours(key) {
+					cks = append(cks, companionKey{Role: roleNeighbour, Key: n})
 				}
 			}
 		}
 		return cks
-	case "zset":
-		return append(cks, zsetCompanions(key)...)
 	}
 	return cks
 }
 
-// companionOf recognises a key that is itself a layout's companion that no
-// built-in layout's key template names (those are entries with a role in
-// builtin_layouts.yaml): a counter at the configured fence template, and
-// Redisson's permit counter, known only by its timeout zset in comp (nil:
-// by name only, see isPermitsCounter). It returns the layout and the
-// role, or "", "".
-func companionOf(key string, v Value, comp map[string]Value, opts Options) (layout, role string) {
+// companionOf recognises a counter at the configured fence template, a
+// companion no built-in layout's key template names (those are entries
+// with a role in builtin_layouts.yaml, Redisson's permit counter too).
+func companionOf(key string, v Value, opts Options) bool {
 	_, isInt := parseInt(string(v.Bytes))
-	switch {
-	case v.Type == "string" && isInt && opts.IsFenceKey != nil && opts.IsFenceKey(key):
-		return "lockctl", RoleFence
-	case v.Type == "string" && isPermitsCounter(key, v, comp):
-		return "redisson-permit-semaphore", RolePermits
-	}
-	return "", ""
-}
-
-// isPermitsCounter reports the counter of available permits of a Redisson
-// RPermitExpirableSemaphore (redisson-4.7.0, RedissonPermitExpirableSemaphore.java):
-// an integer at "<name>" (SET by trySetPermits, DECRBY on acquire) beside the
-// zset suffixName(name, "timeout") of the permits taken. The zset is gone
-// once every permit is released: the counter alone is then a plain integer.
-func isPermitsCounter(key string, v Value, comp map[string]Value) bool {
-	_, isInt := incrInt(v.Bytes)
-	return isInt && !v.Truncated && comp[redissonSuffixName(key, "timeout")].Type == "zset"
+	return v.Type == "string" && isInt && opts.IsFenceKey != nil && opts.IsFenceKey(key)
 }
 
 // redissonPrefixName is Redisson's RedissonObject.prefixName: the prefix,
@@ -235,7 +211,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	}
 	cks := companions(key, v, opts)
 	for _, c := range cks {
-		if c.Role == rolePermitTimeouts || c.Role == roleNeighbour {
+		if c.Role == RolePermitTimeouts || c.Role == roleNeighbour {
 			continue // a probe read by TYPE alone: it has no PTTL to show
 		}
 		cv := comp[c.Key]
@@ -260,8 +236,8 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 		l.finish(d, opts)
 		return l
 	}
-	if name, role := companionOf(key, v, comp, opts); role != "" {
-		l.Layout, l.Role = Layout{Name: name, Confidence: Certain}, role
+	if companionOf(key, v, opts) {
+		l.Layout, l.Role = Layout{Name: "lockctl", Confidence: Certain}, RoleFence
 		l.checkOwner(nil, opts)
 		return l
 	}

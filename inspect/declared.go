@@ -26,7 +26,7 @@ type Declared struct {
 	Key string
 	// Value (string) is a regular expression (RE2) over the whole value,
 	// with named groups among declaredGroups; Size, when not 0, the
-	// value's length in bytes.
+	// value's (or each member's) length in bytes.
 	Value string
 	Size  int
 	// Field and FieldValue (hash) match every field's name and value: each
@@ -60,6 +60,13 @@ type Declared struct {
 	// WriteMember (zset) is a member that marks a write lock, no holder:
 	// the holder with its score writes, the others read (Symfony Lock).
 	WriteMember string
+	// OwnerHex (zset, list, set) says the library hands a member out as the
+	// hex of its bytes (Redisson's permit ids): holders show it, --owner
+	// matches it.
+	OwnerHex bool
+	// UnleasedScore (zset scored by deadline), when not 0, is the score of
+	// a holder without a lease (Redisson's nonExpirableTimeout).
+	UnleasedScore float64
 	// MemberEvidence (zset, list, set) is an expression only this layout's
 	// members match: with one member matching it the match is certain,
 	// else at most Confidence.
@@ -499,6 +506,9 @@ func (d *detection) detectDeclared(m declaredMatch) {
 		}
 		if there && c.value != nil {
 			m.groups = fillGroups(m.groups, c.value, cv.Bytes)
+		}
+		if there && c.Role == RolePermits {
+			d.permitsLeft(cv)
 		}
 	}
 	if dl.memberEvidence != nil && conf != Certain && dl.anyEvidence(d.v) {

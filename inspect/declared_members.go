@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/hex"
+	"math"
 	"strconv"
 )
 
@@ -17,10 +18,10 @@ func (d *Declared) matchMembers(v Value, keep bool) (map[string]string, bool) {
 	holders := 0
 	for i := 0; i+step-1 < len(v.Items); i += step {
 		g, ok := groupsOf(d.member, v.Items[i], keep && first == nil)
-		if !ok {
+		if !ok || d.Size > 0 && len(v.Items[i]) != d.Size {
 			return nil, false
 		}
-		if step == 2 {
+		if step == 2 && !d.unleased(v.Items[i+1]) {
 			if _, ok := d.scoreMS(v.Items[i+1]); !ok {
 				return nil, false
 			}
@@ -52,6 +53,12 @@ func (d *Declared) anyEvidence(v Value) bool {
 		}
 	}
 	return false
+}
+
+// unleased reports the score of a holder without a lease (UnleasedScore).
+func (d *Declared) unleased(score string) bool {
+	f, err := strconv.ParseFloat(score, 64)
+	return d.UnleasedScore != 0 && err == nil && f == d.UnleasedScore
 }
 
 // scoreMS reads a zset score in the layout's unit as Unix ms, within
@@ -86,6 +93,9 @@ func (d *detection) declaredMembers(dl *Declared) {
 		owner := member
 		if o := g["owner"]; o != "" {
 			owner = o
+		}
+		if dl.OwnerHex {
+			owner = hex.EncodeToString([]byte(owner))
 		}
 		h, seen := index[owner]
 		if seen {
@@ -130,6 +140,8 @@ func (d *detection) declaredMembers(dl *Declared) {
 func (d *Declared) memberTimes(score string, leaseMS int64) (acq, exp int64) {
 	ms, _ := d.scoreMS(score)
 	switch {
+	case d.unleased(score):
+		return 0, 0
 	case d.Score == "deadline":
 		return 0, ms
 	case leaseMS > 0:
@@ -168,6 +180,15 @@ func (d *detection) writeScore(dl *Declared) string {
 		}
 	}
 	return ""
+}
+
+// permitsLeft reads a semaphore's counter of the permits left (cv, a
+// permits_counter companion): the semaphore's size is it plus the members
+// taken; a negative or near-int64 counter is no size (unknown, not wrapped).
+func (d *detection) permitsLeft(cv Value) {
+	if n, isInt := incrInt(cv.Bytes); isInt && n >= 0 && n <= math.MaxInt64-d.v.Size {
+		d.lock.Permits = ptr(n + d.v.Size)
+	}
 }
 
 // writeAlone makes a live writer the lock's owner; a live writer with

@@ -19,7 +19,7 @@ import (
 var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count"}
 
 // declaredRoles are the companion roles a declared layout may name.
-var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest}
+var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest, RolePermits, RolePermitTimeouts}
 
 // declaredTypes are the Redis types a declared layout may describe; a
 // stream (whose entries lockctl does not read) or "any" type is a role
@@ -30,7 +30,7 @@ var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", 
 var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
-var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "lease", "library", "member", "member_evidence", "name", "role", "score", "size", "type", "unit", "value", "write_member"}
+var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "lease", "library", "member", "member_evidence", "name", "owner_hex", "role", "score", "size", "type", "unit", "unleased_score", "value", "write_member"}
 
 // companionFields are the fields of a companion, sorted.
 var companionFields = []string{"key", "optional", "required", "role", "type", "value"}
@@ -189,12 +189,19 @@ func (d *Declared) set(k string, v any) error {
 			return fmt.Errorf("size is %s; want the value's length in bytes, a whole number from 1 to %d", got(v), DefaultMaxValueBytes)
 		}
 		d.Size = int(n)
-	case "fence":
+	case "fence", "owner_hex":
 		b, ok := v.(bool)
 		if !ok {
-			return fmt.Errorf("fence is %s; want true or false", got(v))
+			return fmt.Errorf("%s is %s; want true or false", k, got(v))
 		}
-		d.IssuesFence = b
+		d.IssuesFence = d.IssuesFence || k == "fence" && b
+		d.OwnerHex = d.OwnerHex || k == "owner_hex" && b
+	case "unleased_score":
+		n, ok := v.(int64)
+		if !ok || n <= 0 {
+			return fmt.Errorf("unleased_score is %s; want the score of a holder without a lease, a whole number above 0", got(v))
+		}
+		d.UnleasedScore = float64(n)
 	case "companions":
 		cs, err := declaredCompanions(v)
 		d.Companions = cs
@@ -433,9 +440,9 @@ func roleWords(role string) string {
 var typeFields = map[string][2][]string{
 	"string": {{"value"}, {"size"}},
 	"hash":   {{"field"}, {"field_value"}},
-	"zset":   {{"member", "score", "unit"}, {"lease", "member_evidence", "write_member"}},
-	"list":   {{"member"}, {"member_evidence"}},
-	"set":    {{"member"}, {"member_evidence"}},
+	"zset":   {{"member", "score", "unit"}, {"lease", "member_evidence", "owner_hex", "size", "unleased_score", "write_member"}},
+	"list":   {{"member"}, {"member_evidence", "owner_hex", "size"}},
+	"set":    {{"member"}, {"member_evidence", "owner_hex", "size"}},
 	"stream": {nil, nil},
 	"any":    {nil, nil},
 }
@@ -444,7 +451,8 @@ var typeFields = map[string][2][]string{
 func checkTypeFields(d Declared) (string, error) {
 	set := map[string]bool{"value": d.Value != "", "size": d.Size > 0, "field": d.Field != "", "field_value": d.FieldValue != "",
 		"member": d.Member != "", "score": d.Score != "", "unit": d.Unit != "",
-		"lease": d.LeaseFromKey, "member_evidence": d.MemberEvidence != "", "write_member": d.WriteMember != ""}
+		"lease": d.LeaseFromKey, "member_evidence": d.MemberEvidence != "", "write_member": d.WriteMember != "",
+		"owner_hex": d.OwnerHex, "unleased_score": d.UnleasedScore != 0}
 	tf := typeFields[d.Type]
 	for _, f := range tf[0] {
 		if !set[f] {

@@ -353,7 +353,7 @@ func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 			q.queued++
 		}
 		cc.strict = cc.strict || strict
-		if c.Role == rolePermitTimeouts || c.Role == roleNeighbour {
+		if c.Role == RolePermitTimeouts || c.Role == roleNeighbour {
 			continue // every integer key a scan meets has these probes: one read, not three
 		}
 		if cc.pttl == nil {

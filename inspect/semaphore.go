@@ -48,10 +48,6 @@ const (
 	maxEpochMS = 4102444800000
 )
 
-// redissonNoLease is RedissonPermitExpirableSemaphore's nonExpirableTimeout,
-// the score of a permit taken without a lease time.
-const redissonNoLease = 922337203685477
-
 // zmember is one zset member with its score.
 type zmember struct {
 	name  string
@@ -71,77 +67,12 @@ func zmembers(items []string) ([]zmember, bool) {
 	return out, true
 }
 
-// zsetCompanions is the counter of available permits next to a Redisson
-// RPermitExpirableSemaphore's timeout zset: RedissonObject.suffixName(name,
-// "timeout") is "{name}:timeout", or "name:timeout" when name has a '{'.
-func zsetCompanions(key string) []companionKey {
-	base, ok := strings.CutSuffix(key, ":timeout")
-	if !ok || !strings.Contains(base, "{") {
-		return nil
-	}
-	if inner, ok := strings.CutPrefix(base, "{"); ok && strings.HasSuffix(inner, "}") && !strings.ContainsAny(inner[:len(inner)-1], "{}") {
-		base = inner[:len(inner)-1]
-	}
-	return []companionKey{{Role: RolePermits, Key: base}}
-}
-
-// detectZset tells whether Redisson's permit semaphore wrote a zset (the
-// other semaphores and shared locks are entries of builtin_layouts.yaml);
-// a zset no layout explains is described (genericZset).
+// detectZset describes a zset no layout explains (genericZset): the
+// semaphores and shared locks kept in zsets are entries of
+// builtin_layouts.yaml.
 func (d *detection) detectZset() {
 	ms, scored := zmembers(d.v.Items)
-	ok := scored && len(ms) > 0
-	if ok {
-		ok = strings.HasSuffix(d.key, ":timeout") && d.redissonPermits(ms)
-	}
-	if !ok {
-		d.genericZset(ms, scored)
-		return
-	}
-	d.staleHolders()
-}
-
-// redissonPermits, Redisson's RedissonPermitExpirableSemaphore
-// (redisson-4.7.0, redisson/src/main/java/org/redisson/
-// RedissonPermitExpirableSemaphore.java): the string key "<name>" counts
-// the available permits (SET by trySetPermits, DECRBY on acquire), the zset
-// "{<name>}:timeout" holds each permit taken: member the 16 random bytes of
-// its id (ServiceManager.generateId, handed out in hex), score its expiry
-// in ms (now + leaseTime) or 922337203685477 without a lease; an acquire
-// gives expired ids back to the counter first. The zset gets the counter's
-// TTL, none by default.
-func (d *detection) redissonPermits(ms []zmember) bool {
-	if zsetCompanions(d.key) == nil {
-		return false
-	}
-	for _, m := range ms {
-		if len(m.name) != 16 || m.score != math.Trunc(m.score) || (m.score < minEpochMS || m.score > maxEpochMS) && m.score != redissonNoLease {
-			return false
-		}
-	}
-	d.memberTTL = true
-	conf := Likely
-	if _, cv, ok := d.companion(RolePermits); ok && cv.Type == "string" {
-		if n, isInt := incrInt(cv.Bytes); isInt {
-			conf = Certain
-			// A negative or near-int64 counter is no size: unknown, not wrapped.
-			if n >= 0 && n <= math.MaxInt64-d.v.Size {
-				d.lock.Permits = ptr(n + d.v.Size)
-			}
-		}
-	}
-	d.setLayout("redisson-permit-semaphore", conf)
-	lastLive := false
-	for _, m := range ms {
-		exp := int64(m.score)
-		if m.score == redissonNoLease {
-			exp = 0
-		}
-		d.addHolder(hex.EncodeToString([]byte(m.name)), "", 0, exp)
-		lastLive = !d.lock.Holders[len(d.lock.Holders)-1].Expired
-	}
-	d.inUse(lastLive, true)
-	return true
+	d.genericZset(ms, scored)
 }
 
 // redissonRWHolders lists a Redisson RReadWriteLock's holders

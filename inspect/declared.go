@@ -79,8 +79,9 @@ type Declared struct {
 	Companions []DeclaredCompanion
 
 	value, field, fieldValue, member, memberEvidence *regexp.Regexp
-	keyParts                                         []string // Key split at its stars
-	moreKeys                                         []string // the rest of a file's key list, until perGlob
+	valueBounds                                      byteBounds // of Value, checked before it runs
+	keyParts                                         []string   // Key split at its stars
+	moreKeys                                         []string   // the rest of a file's key list, until perGlob
 	// byName marks an entry companionEntries made from a companion's key
 	// template: matched by key and type alone (companionByName).
 	byName bool
@@ -119,6 +120,7 @@ func (d Declared) compiled() Declared {
 	}
 	d.value, d.field, d.fieldValue, d.member = re(d.Value), re(d.Field), re(d.FieldValue), re(d.Member)
 	d.memberEvidence = re(d.MemberEvidence)
+	d.valueBounds = boundsOf(d.Value)
 	d.Companions = slices.Clone(d.Companions) // entries of one file's key list share the slice
 	for i := range d.Companions {
 		d.Companions[i].value = re(d.Companions[i].Value)
@@ -241,7 +243,7 @@ func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 	case v.Truncated && d.Type == "string": // a hash's, zset's, list's or set's members read are matched
 		return nil, false
 	case d.Type == "string":
-		if d.Size > 0 && len(v.Bytes) != d.Size || !d.value.Match(v.Bytes) {
+		if d.Size > 0 && len(v.Bytes) != d.Size || !d.valueBounds.fits(len(v.Bytes)) || !d.value.Match(v.Bytes) {
 			return nil, false
 		}
 		if !keep && d.AcquiredWithin == 0 {

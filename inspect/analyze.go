@@ -131,29 +131,27 @@ type companionKey struct {
 
 // companions returns the keys to read next to key, given what was read
 // there: each library's companion keys (fence counters, signal lists, wait
-// queues), with their roles. The reader reads them in the round trip that
-// reads hash values.
-func companions(key string, v Value, opts Options) []companionKey {
+// queues), with their roles; fenced says a layout v may be carries a fence
+// token in its value. The reader reads them in the round trip that reads
+// hash values.
+func companions(key string, v Value, opts Options) (cks []companionKey, fenced bool) {
 	ms := candidates(key, v, opts, true)
-	cks := companionKeys(key, v, ms)
+	cks = companionKeys(key, v, ms)
+	fenced = slices.ContainsFunc(ms, func(m declaredMatch) bool { return m.layout.fenceGroup })
 	// A string a layout takes without a required companion is that layout's;
 	// one only told apart by one (a queue's "id") may still be a counter.
-	if v.Type == "string" && slices.ContainsFunc(ms, func(m declaredMatch) bool { return !m.layout.needsCompanion() }) {
-		return cks
+	if v.Type != "string" || v.Truncated || slices.ContainsFunc(ms, func(m declaredMatch) bool { return !m.layout.needsCompanion() }) {
+		return cks, fenced
 	}
-	switch v.Type {
-	case "string":
-		if _, isInt := incrInt(v.Bytes); isInt && !v.Truncated {
-			// A counter named as one needs no probe: its name already says what it is.
-			if _, _, isTime := parseTime(string(v.Bytes)); !companionOf(key, v, opts) && !isTime {
-				for _, n := range neighbours(key) {
-					cks = append(cks, companionKey{Role: roleNeighbour, Key: n})
-				}
-			}
+	if _, isInt := incrInt(v.Bytes); !isInt || companionOf(key, v, opts) {
+		return cks, fenced // a counter named as one needs no probe: its name says what it is
+	}
+	if _, _, isTime := parseTime(string(v.Bytes)); !isTime {
+		for _, n := range neighbours(key) {
+			cks = append(cks, companionKey{Role: roleNeighbour, Key: n})
 		}
-		return cks
 	}
-	return cks
+	return cks, fenced
 }
 
 // companionOf recognises a counter at the configured fence template, a
@@ -209,7 +207,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 			l.serverExpireAtMS = v.ExpireAtMS
 		}
 	}
-	cks := companions(key, v, opts)
+	cks, _ := companions(key, v, opts)
 	for _, c := range cks {
 		if c.Role == RolePermitTimeouts || c.Role == roleNeighbour {
 			continue // a probe read by TYPE alone: it has no PTTL to show
@@ -231,7 +229,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 			l.checkOwner(nil, opts)
 			return l
 		}
-		d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
+		d := &detection{key: key, v: v, comp: comp, lock: &l, used: map[string]bool{}}
 		d.detectDeclared(m)
 		l.finish(d, opts)
 		return l
@@ -249,14 +247,14 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 			return l
 		}
 	}
-	d := &detection{key: key, v: v, comp: comp, cks: cks, lock: &l, used: map[string]bool{}}
+	d := &detection{key: key, v: v, comp: comp, lock: &l, used: map[string]bool{}}
 	switch v.Type {
 	case "string":
 		d.detectString()
 	case "hash":
 		d.detectHash()
 	case "zset":
-		d.detectZset()
+		d.genericZset(zmembers(d.v.Items)) // the zset layouts are entries of builtin_layouts.yaml
 	default:
 		d.genericContainer()
 	}
@@ -314,7 +312,6 @@ type detection struct {
 	key   string
 	v     Value
 	comp  map[string]Value
-	cks   []companionKey
 	lock  *Lock
 	owner []byte
 	// fenced says the layout issues fencing tokens.
@@ -334,25 +331,6 @@ type detection struct {
 	// marker says a constant or a time under a key with no lock's name: a
 	// flag or a time as much as a lock, so no TTL is a warning.
 	marker bool
-}
-
-// companion marks role as one the layout has and returns its key, what was
-// read there and whether it exists.
-func (d *detection) companion(role string) (string, Value, bool) {
-	k, v, ok := d.peek(role)
-	d.used[k] = true
-	return k, v, ok
-}
-
-// peek is companion without marking the role as the layout's.
-func (d *detection) peek(role string) (string, Value, bool) {
-	for _, c := range d.cks {
-		if c.Role == role {
-			v, ok := d.comp[c.Key]
-			return c.Key, v, ok && v.Exists()
-		}
-	}
-	return "", Value{}, false
 }
 
 func (d *detection) setLayout(name string, c Confidence) {

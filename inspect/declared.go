@@ -189,22 +189,6 @@ func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
 	return out
 }
 
-// fencedDeclared reports whether a string layout that issues a fence
-// matches the string v at key: its value carries a token to read again.
-func fencedDeclared(key string, v Value, opts Options) bool {
-	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
-		for i := range list {
-			d := &list[i]
-			if d.IssuesFence && d.Type == "string" && d.value != nil {
-				if _, ok := globRuns(d.keyParts, key, false); ok && d.matches(v) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 // ofType reports whether v is of d's type and d has a rule to match it
 // by: an expression, or for a stream or any type (a role layout) the key.
 func (d *Declared) ofType(v Value) bool {
@@ -494,10 +478,14 @@ func (m *declaredMatch) timeNotFence(key string, v Value, comp map[string]Value)
 func (d *detection) detectDeclared(m declaredMatch) {
 	dl := m.layout
 	conf := dl.Confidence
+	var counter fenceCounter
 	for _, c := range dl.Companions {
 		k := m.expand(c.Key, d.key, d.v)
 		cv := d.comp[k]
 		there := c.there(cv)
+		if c.Role == RoleFence && !counter.exists && (counter.key == "" || there) {
+			counter = fenceCounter{k, cv, there} // the first that exists, else the first
+		}
 		if !there && !c.Required && conf == Certain {
 			conf = Likely // a required one that is missing is another's absence, not this one's
 		}
@@ -541,9 +529,17 @@ func (d *detection) detectDeclared(m declaredMatch) {
 	if dl.JobID != "" {
 		d.holder().JobID = m.expand(dl.JobID, d.key, d.v)
 	}
-	if dl.IssuesFence {
-		d.declaredFence(m)
+	if dl.IssuesFence && !d.fenceFindings(m.groups["fence"], counter.key, counter.v, counter.exists) && conf == Certain {
+		d.lock.Layout.Confidence = Likely // a token no acquire wrote
 	}
+}
+
+// fenceCounter is a layout's fence counter: its key, what was read there
+// and whether it exists.
+type fenceCounter struct {
+	key    string
+	v      Value
+	exists bool
 }
 
 // fillGroups adds to g the named groups of re in b that g lacks: a
@@ -580,7 +576,7 @@ func (d *detection) holderGroups(g map[string]string) {
 	if pid, ok := parseInt(g["pid"]); ok && g["pid"] != "" {
 		h.PID = pid
 	}
-	if t, ok := groupTime(g["acquired_at"]); ok && (!embeddedTime(g["acquired_at"]) || d.plausible(t)) {
+	if t, ok := d.acquiredTime(g["acquired_at"]); ok {
 		h.AcquiredAt = rfc3339ms(t)
 	}
 	if t, ok := groupTime(g["expires_at"]); ok {
@@ -600,23 +596,29 @@ func groupTime(s string) (time.Time, bool) {
 	if t, _, ok := parseTime(s); ok {
 		return t, true
 	}
-	if t, ok := uuid1Token(s); ok {
-		return t, true
-	}
-	if t, ok := ulidTime(s); ok {
+	if t, ok := tokenTime(s); ok {
 		return t, true
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	return t, err == nil
 }
 
-// embeddedTime reports a time inside a token (a UUIDv1's, a ULID's): an
-// id made once may outlive many acquires, and random bytes can have its
-// shape, so it is shown as the acquire time only within a day of the read.
-func embeddedTime(s string) bool {
-	_, isUUID1 := uuid1Token(s)
-	_, isULID := ulidTime(s)
-	return isUUID1 || isULID
+// tokenTime reads the time inside a token: a UUIDv1's (uuid1Token) or a ULID's.
+func tokenTime(s string) (time.Time, bool) {
+	if t, ok := uuid1Token(s); ok {
+		return t, true
+	}
+	return ulidTime(s)
+}
+
+// acquiredTime reads an acquired_at group (groupTime); a time inside a
+// token only within a day of the read: an id made once may outlive many
+// acquires, and random bytes can have its shape.
+func (d *detection) acquiredTime(s string) (time.Time, bool) {
+	if t, ok := tokenTime(s); ok {
+		return t, d.plausible(t)
+	}
+	return groupTime(s)
 }
 
 // declaredHashHolders lists every field of a hash as a holder.
@@ -630,7 +632,7 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 			}
 		}
 		acq := int64(0)
-		if t, ok := groupTime(g["acquired_at"]); ok && (!embeddedTime(g["acquired_at"]) || d.plausible(t)) {
+		if t, ok := d.acquiredTime(g["acquired_at"]); ok {
 			acq = t.UnixMilli()
 		}
 		d.addHolder(f[0], "", acq, 0)
@@ -639,25 +641,4 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 		}
 	}
 	d.inUse(true, false)
-}
-
-// declaredFence checks a declared layout's token against its counter,
-// the first of its fence_counter companions that exists, else the first
-// (lockctl's own by the same rule, fenceFindings); a token no acquire
-// wrote caps it at likely.
-func (d *detection) declaredFence(m declaredMatch) {
-	key, ok := "", false
-	var cv Value
-	for _, c := range m.layout.Companions {
-		if c.Role != RoleFence || ok {
-			continue
-		}
-		k := m.expand(c.Key, d.key, d.v)
-		if key == "" || c.there(d.comp[k]) {
-			key, cv, ok = k, d.comp[k], c.there(d.comp[k])
-		}
-	}
-	if !d.fenceFindings(m.groups["fence"], key, cv, ok) && d.lock.Layout.Confidence == Certain {
-		d.lock.Layout.Confidence = Likely
-	}
 }

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"encoding/hex"
 	"fmt"
 	"math"
 	"regexp"
@@ -169,13 +168,9 @@ func (d *detection) hex32(s string) {
 	d.generic(ShapeHexToken, "32 hex characters (16 random bytes), an owner token written by many libraries", seenHex32...)
 }
 
-// uuid1Time decodes the 60-bit timestamp of a version-1 UUID in hex (100 ns
-// intervals since 1582-10-15, RFC 9562 section 5.1).
-func uuid1Time(h string) (time.Time, bool) {
-	raw, err := hex.DecodeString(h)
-	if err != nil || len(raw) != 16 {
-		return time.Time{}, false
-	}
+// uuid1Time decodes the 60-bit timestamp of a version-1 UUID's 16 bytes
+// (100 ns intervals since 1582-10-15, RFC 9562 section 5.1).
+func uuid1Time(raw []byte) (time.Time, bool) {
 	low := uint64(raw[0])<<24 | uint64(raw[1])<<16 | uint64(raw[2])<<8 | uint64(raw[3])
 	mid := uint64(raw[4])<<8 | uint64(raw[5])
 	hi := uint64(raw[6]&0x0f)<<8 | uint64(raw[7])

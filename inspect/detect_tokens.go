@@ -73,5 +73,5 @@ func uuid1Token(s string) (time.Time, bool) {
 	if err != nil || len(raw) != 16 || raw[6]>>4 != 1 || raw[8]>>6 != 2 {
 		return time.Time{}, false
 	}
-	return uuid1Time(hex.EncodeToString(raw))
+	return uuid1Time(raw)
 }

@@ -36,7 +36,7 @@ const (
 // SCARD + SSCAN, ZCARD + ZRANGE 0 MaxItems-1 and ZRANGE -1 -1), the
 // detected layouts' companion keys (for an integer string, TYPE alone of
 // the zset that makes it a Redisson permit counter) and, after its fence
-// counter, a lockctl value again (Value.Changed); round 3, only for a
+// counter, a fenced value again (Value.Changed); round 3, only for a
 // Redisson read/write lock held for reading, the PTTL of each read
 // holder's lease key.
 // It never sends a write command. Safe for concurrent use.
@@ -228,7 +228,7 @@ type compCmds struct {
 
 // round2 is the second round trip: three kinds of reads queued on one
 // pipeline, each with its queue and decode method: items (sizes and
-// bounded values past round 1), again (a lockctl value read once more)
+// bounded values past round 1), again (a fenced value read once more)
 // and companions (the detected layouts' companion keys).
 type round2 struct {
 	r         *Reader
@@ -242,17 +242,16 @@ type round2 struct {
 }
 
 // readRound2 reads the bounded values of non-string keys, the sizes of
-// strings that filled the bound, the companion keys and the lockctl values
+// strings that filled the bound, the companion keys and the fenced values
 // again in one pipeline, and completes vals.
 func (r *Reader) readRound2(ctx context.Context, c redis.Cmdable, keys []string, vals []Value) (map[string]Value, error) {
 	q := &round2{r: r, pipe: c.Pipeline(), keys: keys, items: make([]*itemCmds, len(keys)),
 		again: make([]*redis.Cmd, len(keys)), comps: map[string]*compCmds{}}
 	for i, k := range keys {
 		q.queueItems(ctx, i, k, vals[i])
-		if !r.NoCompanions {
-			q.queueCompanions(ctx, k, vals[i])
+		if !r.NoCompanions && q.queueCompanions(ctx, k, vals[i]) {
+			q.queueAgain(ctx, i, k)
 		}
-		q.queueAgain(ctx, i, k, vals[i])
 	}
 	if q.queued == 0 {
 		return map[string]Value{}, nil
@@ -338,9 +337,11 @@ func (q *round2) decodeItems(vals []Value) error {
 
 // queueCompanions queues TYPE, PTTL and a bounded read of each companion
 // key of the layouts v may be, once per key: a key met again in another
-// role gets the reads that role adds.
-func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
-	for _, c := range companions(k, v, q.r.Options) {
+// role gets the reads that role adds. It reports whether v carries a fence
+// token (companions), to be read again after its counter.
+func (q *round2) queueCompanions(ctx context.Context, k string, v Value) bool {
+	cks, fenced := companions(k, v, q.r.Options)
+	for _, c := range cks {
 		ck := c.Key
 		// The seed platform's sibling counter is a probe unless configured.
 		probe := ck == microiSibling(k) && ck != q.r.Options.fenceKey(k)
@@ -370,6 +371,7 @@ func (q *round2) queueCompanions(ctx context.Context, k string, v Value) {
 			}
 		}
 	}
+	return fenced
 }
 
 // decodeCompanions returns the companion keys' Values; a refused read is an
@@ -407,14 +409,13 @@ func (q *round2) decodeCompanions() (map[string]Value, error) {
 	return out, nil
 }
 
-// queueAgain reads a fenced value (of a layout that issues a fence:
-// lockctl's, the seed platform's, a declared one) once more, after its fence counter: a counter above the
-// holder's fence is FENCE_MISMATCH only if no acquire came between.
-func (q *round2) queueAgain(ctx context.Context, i int, k string, v Value) {
-	if v.Type == "string" && fencedDeclared(k, v, q.r.Options) {
-		q.again[i] = q.pipe.Do(ctx, "getrange", k, 0, q.r.maxBytes()-1)
-		q.queued++
-	}
+// queueAgain reads a fenced value (of a layout that issues a fence token:
+// lockctl's, the seed platform's, a declared one) once more, after its
+// fence counter: a counter above the holder's fence is FENCE_MISMATCH only
+// if no acquire came between.
+func (q *round2) queueAgain(ctx context.Context, i int, k string) {
+	q.again[i] = q.pipe.Do(ctx, "getrange", k, 0, q.r.maxBytes()-1)
+	q.queued++
 }
 
 // decodeAgain sets Changed on the values read differently the second time.

@@ -67,14 +67,6 @@ func zmembers(items []string) ([]zmember, bool) {
 	return out, true
 }
 
-// detectZset describes a zset no layout explains (genericZset): the
-// semaphores and shared locks kept in zsets are entries of
-// builtin_layouts.yaml.
-func (d *detection) detectZset() {
-	ms, scored := zmembers(d.v.Items)
-	d.genericZset(ms, scored)
-}
-
 // redissonRWHolders lists a Redisson RReadWriteLock's holders
 // (redisson-4.7.0, RedissonReadLock.java, RedissonWriteLock.java): hash
 // field "mode" read|write, each holder "<uuid>:<threadId>" (":write" for

@@ -51,8 +51,8 @@ type Value struct {
 	// RenewedPastSecond says a re-read (Reader.RecheckSubsecond) saw the
 	// same value renewed to 1s or more after it was read with under 1s left.
 	RenewedPastSecond bool
-	// HoldPTTL is, for a Redisson read/write lock, the PTTL (ms; -2 gone)
-	// of each read holder's newest hold key, by hash field (semaphore.go).
+	// HoldPTTL is, for a shared hash lock, the PTTL (ms; -2 gone) of each
+	// read holder's lease key, by hash field (Declared.ReadLease).
 	HoldPTTL map[string]int64
 }
 
@@ -162,25 +162,6 @@ func companionOf(key string, v Value, opts Options) bool {
 	return v.Type == "string" && isInt && opts.IsFenceKey != nil && opts.IsFenceKey(key)
 }
 
-// redissonPrefixName is Redisson's RedissonObject.prefixName: the prefix,
-// a colon and the name in a hash tag unless the name already has a '{'.
-func redissonPrefixName(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
-
-// redissonSuffixName is Redisson's RedissonObject.suffixName (redisson-4.7.0,
-// RedissonObject.java): the name in a hash tag unless it already has a '{',
-// a colon and the suffix.
-func redissonSuffixName(name, suffix string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + suffix
-	}
-	return "{" + name + "}:" + suffix
-}
-
 // noFindings is shared by locks without findings: JSON shows [] not null,
 // and add never appends to it (it allocates on first use).
 var noFindings = []Finding{}
@@ -252,7 +233,7 @@ func Analyze(key string, v Value, comp map[string]Value, opts Options) Lock {
 	case "string":
 		d.detectString()
 	case "hash":
-		d.detectHash()
+		d.genericHash() // the hash layouts are entries of builtin_layouts.yaml
 	case "zset":
 		d.genericZset(zmembers(d.v.Items)) // the zset layouts are entries of builtin_layouts.yaml
 	default:

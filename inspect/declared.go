@@ -32,6 +32,14 @@ type Declared struct {
 	// Field and FieldValue (hash) match every field's name and value: each
 	// field is a holder, the first one the owner.
 	Field, FieldValue string
+	// ModeField (hash), when set, is a field that holds the lock's mode,
+	// read or write, and no holder: a shared lock, each holder reading
+	// unless its field's mode group says write (Redisson's RReadWriteLock).
+	ModeField string
+	// ReadLease (hash with ModeField) is a template of the key whose TTL is
+	// a read holder's lease ({field} the holder's field, {count} its count
+	// group); a write holder's lease is the lock key's own.
+	ReadLease string
 	// Member (zset, list, set) matches every member: each is a holder,
 	// members with the same owner group folded into one with its permits.
 	Member string
@@ -236,26 +244,7 @@ func (d *Declared) matchValue(v Value, keep bool) (map[string]string, bool) {
 		g, _ := groupsOf(d.value, string(v.Bytes), true)
 		return g, d.recent(g["acquired_at"], v.ReadAtMS)
 	case d.Type == "hash":
-		var first map[string]string
-		for _, f := range v.Fields {
-			g, ok := groupsOf(d.field, f[0], keep && first == nil)
-			if !ok {
-				return nil, false
-			}
-			if d.fieldValue != nil {
-				gv, ok := groupsOf(d.fieldValue, f[1], keep && first == nil)
-				if !ok {
-					return nil, false
-				}
-				for k, x := range gv {
-					g[k] = x
-				}
-			}
-			if first == nil {
-				first = g
-			}
-		}
-		return first, len(v.Fields) > 0
+		return d.matchFields(v, keep)
 	}
 	return d.matchMembers(v, keep)
 }
@@ -512,20 +501,19 @@ func (d *detection) detectDeclared(m declaredMatch) {
 			d.setOwner(d.v.Bytes)
 		}
 	case "hash":
-		d.setOwner([]byte(d.v.Fields[0][0]))
-		if n, ok := parseInt(m.groups["count"]); ok {
-			d.lock.HoldCount = ptr(n)
-		}
-		if len(d.v.Fields) > 1 {
-			d.declaredHashHolders(dl)
-		}
+		d.declaredFields(dl)
 	default:
 		d.declaredMembers(dl)
 	}
 	if o := m.groups["owner"]; o != "" && dl.Type != "zset" && dl.Type != "set" {
 		d.setOwner([]byte(o))
 	}
-	d.holderGroups(m.groups)
+	if d.lock.Holders == nil || dl.ModeField != "" { // a shared lock's first holder speaks for it
+		d.holderGroups(m.groups)
+	}
+	if dl.ModeField != "" {
+		d.holder().Mode = dl.lockMode(d.v)
+	}
 	if dl.JobID != "" {
 		d.holder().JobID = m.expand(dl.JobID, d.key, d.v)
 	}
@@ -564,7 +552,7 @@ func (d *detection) holderGroups(g map[string]string) {
 			*dst = x
 		}
 	}
-	if len(g) == 0 || d.lock.Holders != nil {
+	if len(g) == 0 {
 		return
 	}
 	h := d.holder()
@@ -619,26 +607,4 @@ func (d *detection) acquiredTime(s string) (time.Time, bool) {
 		return t, d.plausible(t)
 	}
 	return groupTime(s)
-}
-
-// declaredHashHolders lists every field of a hash as a holder.
-func (d *detection) declaredHashHolders(dl *Declared) {
-	for _, f := range d.v.Fields {
-		g, _ := groupsOf(dl.field, f[0], true)
-		if dl.fieldValue != nil {
-			gv, _ := groupsOf(dl.fieldValue, f[1], true)
-			for k, x := range gv {
-				g[k] = x
-			}
-		}
-		acq := int64(0)
-		if t, ok := d.acquiredTime(g["acquired_at"]); ok {
-			acq = t.UnixMilli()
-		}
-		d.addHolder(f[0], "", acq, 0)
-		if n, ok := parseInt(g["count"]); ok {
-			d.lock.Holders[len(d.lock.Holders)-1].HoldCount = ptr(n)
-		}
-	}
-	d.inUse(true, false)
 }

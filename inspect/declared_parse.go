@@ -16,7 +16,7 @@ import (
 
 // declaredGroups are the named groups a declared value, field, field
 // value or member expression may have (docs/layouts.md, "Layouts you declare").
-var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count"}
+var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count", "mode"}
 
 // declaredRoles are the companion roles a declared layout may name.
 var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest, RolePermits, RolePermitTimeouts}
@@ -30,7 +30,7 @@ var declaredTypes = []string{"string", "hash", "zset", "list", "set", "stream", 
 var companionTypes = declaredTypes[:len(declaredTypes)-1]
 
 // declaredFields are the fields of a layouts file entry, sorted.
-var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "lease", "library", "member", "member_evidence", "name", "owner_hex", "role", "score", "size", "type", "unit", "unleased_score", "value", "write_member"}
+var declaredFields = []string{"acquired_within", "companions", "confidence", "expiry", "fence", "field", "field_value", "job_id", "key", "lease", "library", "member", "member_evidence", "mode_field", "name", "owner_hex", "read_lease", "role", "score", "size", "type", "unit", "unleased_score", "value", "write_member"}
 
 // companionFields are the fields of a companion, sorted.
 var companionFields = []string{"key", "optional", "required", "role", "type", "value"}
@@ -141,7 +141,7 @@ func declaredOf(item any) (Declared, []fieldError) {
 func (d *Declared) set(k string, v any) error {
 	texts := map[string]*string{"name": &d.Name, "library": &d.Library, "value": &d.Value,
 		"field": &d.Field, "field_value": &d.FieldValue, "member": &d.Member, "job_id": &d.JobID,
-		"write_member": &d.WriteMember, "member_evidence": &d.MemberEvidence}
+		"write_member": &d.WriteMember, "member_evidence": &d.MemberEvidence, "mode_field": &d.ModeField, "read_lease": &d.ReadLease}
 	if dst, ok := texts[k]; ok {
 		s, isText := v.(string)
 		if !isText {
@@ -389,6 +389,10 @@ func checkDeclared(d Declared, before []Declared, builtin bool) (string, error) 
 		return "acquired_within", fmt.Errorf("acquired_within needs a string layout with an acquired_at group in its value")
 	case d.ValueExpiry && (d.Type != "string" || !expiresAt):
 		return "expiry", fmt.Errorf("expiry: value needs a string layout with an expires_at group in its value or a companion's value")
+	case d.ReadLease != "" && d.ModeField == "":
+		return "read_lease", fmt.Errorf("read_lease needs mode_field (the field that says the lock is read or write)")
+	case strings.Contains(d.ReadLease, "{count}") && !hasGroup(d.Field, "count") && !hasGroup(d.FieldValue, "count"):
+		return "read_lease", fmt.Errorf("read_lease %q names {count}, which needs a count group in field or field_value", d.ReadLease)
 	}
 	return "", nil
 }
@@ -424,7 +428,7 @@ func checkExpr(field, expr string) error {
 // expressions alike (variants of one layout differ in one of these).
 func (d Declared) sameAs(o Declared) bool {
 	return o.Name == d.Name && o.Type == d.Type && o.Role == d.Role && o.Key == d.Key && o.Value == d.Value &&
-		o.Field == d.Field && o.FieldValue == d.FieldValue && o.Member == d.Member
+		o.Field == d.Field && o.FieldValue == d.FieldValue && o.Member == d.Member && o.ModeField == d.ModeField
 }
 
 // roleWords is " and role R", or "" for a lock's own layout.
@@ -439,7 +443,7 @@ func roleWords(role string) string {
 // it needs, then those it may have.
 var typeFields = map[string][2][]string{
 	"string": {{"value"}, {"size"}},
-	"hash":   {{"field"}, {"field_value"}},
+	"hash":   {{"field"}, {"field_value", "mode_field", "read_lease"}},
 	"zset":   {{"member", "score", "unit"}, {"lease", "member_evidence", "owner_hex", "size", "unleased_score", "write_member"}},
 	"list":   {{"member"}, {"member_evidence", "owner_hex", "size"}},
 	"set":    {{"member"}, {"member_evidence", "owner_hex", "size"}},
@@ -452,7 +456,7 @@ func checkTypeFields(d Declared) (string, error) {
 	set := map[string]bool{"value": d.Value != "", "size": d.Size > 0, "field": d.Field != "", "field_value": d.FieldValue != "",
 		"member": d.Member != "", "score": d.Score != "", "unit": d.Unit != "",
 		"lease": d.LeaseFromKey, "member_evidence": d.MemberEvidence != "", "write_member": d.WriteMember != "",
-		"owner_hex": d.OwnerHex, "unleased_score": d.UnleasedScore != 0}
+		"owner_hex": d.OwnerHex, "unleased_score": d.UnleasedScore != 0, "mode_field": d.ModeField != "", "read_lease": d.ReadLease != ""}
 	tf := typeFields[d.Type]
 	for _, f := range tf[0] {
 		if !set[f] {

@@ -128,7 +128,7 @@ func TestParseLayoutsErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		"layouts: 3\n":                   "layouts.yaml:1: want a mapping with one key, layouts",
 		"layout:\n  - name: x\n":         "layouts.yaml:1: want a mapping with one key, layouts",
-		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: acquired_within, companions, confidence, expiry, fence, field, field_value, job_id, key, lease, library, member, member_evidence, name, owner_hex, role, score, size, type, unit, unleased_score, value, write_member",
+		entry("    colour: red\n"):       "layouts.yaml:5: layouts[0]: unknown field colour; accepted: acquired_within, companions, confidence, expiry, fence, field, field_value, job_id, key, lease, library, member, member_evidence, mode_field, name, owner_hex, read_lease, role, score, size, type, unit, unleased_score, value, write_member",
 		entry("    fence: yes please\n"): `layouts.yaml:5: layouts[0]: fence is "yes please" (a string); want true or false`,
 		entry("    fence: true\n"):       "layouts.yaml:5: layouts[0]: fence: true needs a companion with role fence_counter",
 		entry("    type: blob\n"):        `layouts.yaml:5: layouts[0]: type "blob"; accepted: string, hash, zset, list, set`,
@@ -181,6 +181,9 @@ func TestParseLayoutsErrors(t *testing.T) {
 		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: '(+'}\n"):                                                          `layouts.yaml:5: layouts[0]: companions[0]: value "(+" is no regular expression (missing argument to repetition operator)`,
 		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: '(?P<who>.+)'}\n"):                                                 `layouts.yaml:5: layouts[0]: companions[0]: value: named group "who"; accepted: owner`,
 		entry("    companions:\n      - {role: job, key: \"{key}:x\", type: hash, value: '.+'}\n"):                                                 "layouts.yaml:5: layouts[0]: companions[0]: value needs type string (a value to read), not hash",
+		"layouts:\n  - name: x\n    type: hash\n    key: \"a:*\"\n    field: '.+'\n    read_lease: \"{key}:{field}\"\n":                            "layouts.yaml:6: layouts[0]: read_lease needs mode_field",
+		"layouts:\n  - name: x\n    type: hash\n    key: \"a:*\"\n    field: '.+'\n    mode_field: m\n    read_lease: \"{key}:{count}\"\n":         `layouts.yaml:7: layouts[0]: read_lease "{key}:{count}" names {count}, which needs a count group in field or field_value`,
+		entry("    mode_field: mode\n"):                                                                                                            "layouts.yaml:5: layouts[0]: mode_field is not a field of type string; it takes value, size",
 		entry("    companions:\n      - {role: expire, key: \"{key}:x\", value: 5}\n"):                                                             "layouts.yaml:5: layouts[0]: companions[0]: value is 5 (a whole number); want a regular expression (text)",
 	} {
 		_, err := inspect.ParseLayouts("layouts.yaml", []byte(in))
@@ -447,5 +450,50 @@ func TestVariantSharesName(t *testing.T) {
 	ds, err := inspect.ParseLayouts("layouts.yaml", []byte("layouts:\n"+entry+strings.Replace(entry, "[a-z]", "[0-9]", 1)))
 	if err != nil || len(ds) != 2 {
 		t.Errorf("a variant: %d layouts, error %v", len(ds), err)
+	}
+}
+
+// TestDeclaredSharedHash: a team's own read/write lock declared with a
+// mode field and a lease key per read holder gets the rules Redisson's
+// has: each reader leased by its key (gone: expired), a writer alone, who
+// may also read (issue 44: the built-in layouts are the same data).
+func TestDeclaredSharedHash(t *testing.T) {
+	ds, err := inspect.ParseLayouts("layouts.yaml", []byte(`layouts:
+  - name: report-rw
+    type: hash
+    key: "reports:rw:*"
+    field: '(?P<holder>[a-z]+-[0-9]+)/(?P<thread>[0-9]+)(?:/(?P<mode>write))?'
+    mode_field: state
+    read_lease: "{key}:lease:{field}"
+`))
+	must(t, err)
+	opts := inspect.Options{Declared: inspect.Compile(ds)}
+	c := client(t)
+	k := "reports:rw:{" + redistest.Name(t) + "}"
+	must(t, c.HSet(ctx, k, "state", "read", "worker-1/7", "1", "worker-2/3", "1").Err())
+	must(t, c.PExpire(ctx, k, 30*time.Second).Err())
+	must(t, c.Set(ctx, k+":lease:worker-1/7", "1", 20*time.Second).Err())
+	l := readOne(t, c, k, opts)
+	if l.Layout.Name != "report-rw" || l.Layout.Confidence != inspect.Certain || l.Holder.Mode != "read" || l.Holder.ClientID != "worker-1" || len(l.Holders) != 2 {
+		t.Fatalf("readers: layout %+v holder %+v holders %+v", l.Layout, l.Holder, l.Holders)
+	}
+	if h := l.Holders[0]; h.Mode != "read" || h.TTLMS == nil || *h.TTLMS > 20000 || h.Expired || !l.Holders[1].Expired {
+		t.Errorf("readers: holders %+v; want worker-1 leased by its key, worker-2 expired", l.Holders)
+	}
+	if inUse(l) != 1 || codes(l) != "STALE_HOLDERS:info,NO_FENCE:warning" {
+		t.Errorf("readers: in use %d findings %s", inUse(l), codes(l))
+	}
+	must(t, c.HSet(ctx, k, "state", "write", "worker-1/7/write", "1").Err())
+	must(t, c.Set(ctx, k+":lease:worker-2/3", "1", 20*time.Second).Err())
+	if l := readOne(t, c, k, opts); !hasFinding(l, inspect.FindingOverAdmitted) || inUse(l) != 2 {
+		t.Errorf("a writer and another reader: in use %d findings %s", inUse(l), codes(l))
+	}
+	must(t, c.HDel(ctx, k, "worker-2/3").Err())
+	if l := readOne(t, c, k, opts); hasFinding(l, inspect.FindingOverAdmitted) || inUse(l) != 1 {
+		t.Errorf("a writer with its own read: in use %d findings %s", inUse(l), codes(l))
+	}
+	must(t, c.HSet(ctx, k, "state", "shared").Err())
+	if l := readOne(t, c, k, opts); l.Layout.Name == "report-rw" {
+		t.Errorf("mode %q, neither read nor write: layout %+v", "shared", l.Layout)
 	}
 }

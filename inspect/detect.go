@@ -183,45 +183,6 @@ func uuid1Time(raw []byte) (time.Time, bool) {
 	return time.Unix(int64(u/1e7), int64(u%1e7)*100), true
 }
 
-// detectHash reads a Redisson read/write lock (redisson-4.7.0,
-// RedissonReadLock.java / RedissonWriteLock.java): field "mode" =
-// read|write, holders "<uuid>:<threadId>" (":write" for the writer) →
-// hold count, each read hold's lease a key of its own (readHoldLeases).
-// Redisson's other hash locks and sidekiq-unique-jobs' are entries of
-// builtin_layouts.yaml; any other hash is described (genericHash).
-func (d *detection) detectHash() {
-	fields := d.v.Fields
-	if !isRWHash(fields) {
-		d.genericHash()
-		return
-	}
-	var mode string
-	var holders [][2]string
-	for _, f := range fields {
-		if f[0] == "mode" {
-			mode = f[1]
-			continue
-		}
-		if _, ok := parseInt(f[1]); !ok {
-			d.genericHash()
-			return
-		}
-		holders = append(holders, f)
-	}
-	if len(holders) == 0 {
-		d.genericHash()
-		return
-	}
-	d.setOwner([]byte(holders[0][0]))
-	h := d.holder()
-	h.ClientID, h.Thread, _ = strings.Cut(strings.TrimSuffix(holders[0][0], ":write"), ":")
-	n, _ := parseInt(holders[0][1])
-	d.lock.HoldCount = ptr(n)
-	d.setLayout("redisson-rw", Certain)
-	h.Mode = mode
-	d.redissonRWHolders(mode, holders)
-}
-
 const (
 	stdAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 	urlAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

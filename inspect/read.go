@@ -208,7 +208,7 @@ func (r *Reader) ReadValues(ctx context.Context, c redis.Cmdable, keys []string)
 	}
 	comp, err := r.readRound2(ctx, c, keys, vals)
 	if err == nil && !r.NoCompanions {
-		err = r.readHoldLeases(ctx, c, keys, vals)
+		err = r.readLeases(ctx, c, keys, vals, comp)
 	}
 	return vals, comp, err
 }

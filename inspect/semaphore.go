@@ -1,12 +1,10 @@
 package inspect
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/lockcore"
@@ -65,109 +63,6 @@ func zmembers(items []string) ([]zmember, bool) {
 		out = append(out, zmember{items[i], f})
 	}
 	return out, true
-}
-
-// redissonRWHolders lists a Redisson RReadWriteLock's holders
-// (redisson-4.7.0, RedissonReadLock.java, RedissonWriteLock.java): hash
-// field "mode" read|write, each holder "<uuid>:<threadId>" (":write" for
-// the writer) with its hold count. A write lock admits one thread (which
-// may also hold read locks); each read hold's lease is a key of its own,
-// not read here.
-func (d *detection) redissonRWHolders(mode string, fields [][2]string) {
-	threads := map[string]bool{}
-	now := d.nowMS()
-	for _, f := range fields {
-		n, _ := parseInt(f[1])
-		m := "read"
-		if strings.HasSuffix(f[0], ":write") {
-			m = "write"
-		}
-		d.addHolder(f[0], m, 0, 0)
-		h := &d.lock.Holders[len(d.lock.Holders)-1]
-		h.HoldCount = ptr(n)
-		switch pttl, ok := d.v.HoldPTTL[f[0]]; {
-		case !ok || m == "write":
-		case pttl == -2:
-			h.Expired = true // its lease key is gone: the holder died, the others renew the hash
-		case pttl >= 0 && now > 0:
-			h.TTLMS, h.ExpiresAt = ptr(pttl), rfc3339ms(time.UnixMilli(now+pttl))
-		}
-		if !h.Expired {
-			threads[strings.TrimSuffix(f[0], ":write")] = true
-		}
-	}
-	if mode == "write" && len(threads) > 1 {
-		d.lock.add(FindingOverAdmitted, SeverityError, "mode write with %d threads holding it: a write lock admits one thread", len(threads))
-	}
-	d.lock.permitsMin = int64(len(threads))
-	if !d.v.Truncated {
-		d.lock.PermitsInUse = ptr(int64(len(threads)))
-	}
-	d.staleHolders()
-}
-
-// rwHoldKey is the key RedissonReadLock gives a thread's n-th read hold
-// (getReadWriteTimeoutNamePrefix): suffixName(name, "<uuid>:<threadId>")
-// + ":rwlock_timeout:" + n, PEXPIREd with the lease and renewed by the
-// watchdog (renewal/ReadLockTask.java); the newest hold is the hold count.
-func rwHoldKey(name, field string, n int64) string {
-	return redissonSuffixName(name, field) + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
-}
-
-// readHoldLeases reads, in one more pipelined round trip, the PTTL of each
-// read holder's newest hold key of the Redisson read/write locks in vals
-// (fields "mode" and "<uuid>:<threadId>" → count) into HoldPTTL. A PTTL the
-// server refuses (an ACL scoped to the lock keys) is left out.
-func (r *Reader) readHoldLeases(ctx context.Context, c redis.Cmdable, keys []string, vals []Value) error {
-	type hold struct {
-		i     int
-		field string
-		cmd   *redis.Cmd
-	}
-	var holds []hold
-	pipe := c.Pipeline()
-	for i, v := range vals {
-		if v.Type != "hash" || !isRWHash(v.Fields) {
-			continue
-		}
-		for _, f := range v.Fields {
-			if n, ok := parseInt(f[1]); ok && n > 0 && f[0] != "mode" && !strings.HasSuffix(f[0], ":write") {
-				holds = append(holds, hold{i, f[0], pipe.Do(ctx, "pttl", rwHoldKey(keys[i], f[0], n))})
-			}
-		}
-	}
-	if len(holds) == 0 {
-		return nil
-	}
-	if err := execPipe(ctx, pipe); err != nil {
-		return err
-	}
-	for _, h := range holds {
-		n, err := h.cmd.Int64()
-		if err != nil {
-			continue
-		}
-		v := &vals[h.i]
-		if v.HoldPTTL == nil {
-			v.HoldPTTL = map[string]int64{}
-		}
-		v.HoldPTTL[h.field] = n
-	}
-	return nil
-}
-
-// isRWHash reports a Redisson read/write lock's fields: "mode" and holders.
-func isRWHash(fields [][2]string) bool {
-	mode := false
-	for _, f := range fields {
-		switch {
-		case f[0] == "mode":
-			mode = true
-		case !isRedissonField(f[0]):
-			return false
-		}
-	}
-	return mode
 }
 
 // addHolder appends a holder acquired at acqMS and expiring at expMS (Unix

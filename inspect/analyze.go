@@ -120,6 +120,9 @@ const (
 	// RolePermitTimeouts is the zset an integer key would have as Redisson's
 	// permit counter: a probe read by TYPE alone, never shown as a companion.
 	RolePermitTimeouts = "permit_timeouts"
+	// RoleReadLease is a read holder's lease key of a shared lock
+	// (Declared.ReadLease): Redisson's ":rwlock_timeout:<n>" keys.
+	RoleReadLease = "read_lease"
 )
 
 type companionKey struct {

@@ -19,7 +19,7 @@ import (
 var declaredGroups = []string{"owner", "fence", "holder", "acquired_at", "expires_at", "host", "pid", "thread", "job_id", "metadata", "count", "mode"}
 
 // declaredRoles are the companion roles a declared layout may name.
-var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest, RolePermits, RolePermitTimeouts}
+var declaredRoles = []string{RoleFence, RoleSignal, RoleQueue, RoleTimeout, RoleOwner, RoleExpire, RoleJob, RoleJobQueue, RoleProbe, RoleCounter, RoleDigest, RolePermits, RolePermitTimeouts, RoleReadLease}
 
 // declaredTypes are the Redis types a declared layout may describe; a
 // stream (whose entries lockctl does not read) or "any" type is a role

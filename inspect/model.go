@@ -144,7 +144,7 @@ type Lock struct {
 	IdleSeconds *int64 `json:"idle_s,omitempty"`
 	Layout      Layout `json:"layout"`
 	// Role is set when the key is a companion of another lock (fence_counter,
-	// signal, wait_queue, wait_timeouts, permits_counter): no lock findings
+	// signal, wait_queue, wait_timeouts, permits_counter, read_lease): no lock findings
 	// apply to it.
 	Role string `json:"role,omitempty"`
 	// Owner is the owner token when printable UTF-8, else "".

@@ -275,6 +275,10 @@ func TestRedissonReadWriteHolders(t *testing.T) {
 	if inUse(l) != 2 || !hasFinding(l, inspect.FindingOverAdmitted) || !hasFinding(l, inspect.FindingStaleHolders) {
 		t.Errorf("in use %d findings %v", inUse(l), l.Findings)
 	}
+	// A read lease met on its own is the lock's companion, no constant-owner lock.
+	if l := readOne(t, c, "{"+name+"}:"+u1+":1:rwlock_timeout:2", inspect.Options{}); l.Layout.Name != "redisson-rw" || l.Role != inspect.RoleReadLease || len(l.Findings) != 0 {
+		t.Errorf("read lease key: layout %+v role %q findings %v", l.Layout, l.Role, l.Findings)
+	}
 	// A writer may also hold read locks in its own thread (RedissonWriteLock); another thread may not.
 	must(t, c.HSet(ctx, "rw:w:"+n, "mode", "write", u1+":1:write", "1", u1+":1", "1").Err())
 	must(t, c.PExpire(ctx, "rw:w:"+n, 30*time.Second).Err())

@@ -118,6 +118,14 @@ var cases = []libCase{
 	{ID: "redis-py/ttl", Driver: "python", Lib: "redis-py", Mode: "ttl", Name: "py-ttl-%s",
 		Layouts: []string{"redis-py"}, Need: noFence, Renew: true, AcquiredAt: true},
 
+	// RQ (issue 44, Debian's python3-rq): a job enqueued on queue "<name>"
+	// and run by a forking worker until released: the queue's started-job
+	// zset "rq:wip:<name>" holds its id scored by the lease's end (90 s),
+	// renewed by the worker's heartbeat; the queue's, job's and worker's
+	// other keys are companions. The crash kills the worker and its job.
+	{ID: "rq/default", Driver: "python", Lib: "rq", Mode: "default", Name: "rq-%s",
+		Layouts: []string{"rq"}, Zset: true, Need: noFence},
+
 	// PHP (Debian bookworm): Symfony Lock 5.4's RedisStore keeps even an
 	// exclusive lock in a zset (members the token and "__write__", score =
 	// expiry in ms, PEXPIREAT), 300 s by default: LEASE_OVER_CAP is true.

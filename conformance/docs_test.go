@@ -33,6 +33,7 @@ var libraries = []library{
 	{"bull", "bull", "npm"},
 	{"bullmq", "bullmq", "npm"},
 	{"redis-py", "python3-redis", "deb"},
+	{"rq", "python3-rq", "deb"},
 	{"symfony", "php-symfony-lock", "deb"},
 	{"laravel", "php-illuminate-cache", "deb"},
 }

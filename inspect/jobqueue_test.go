@@ -160,3 +160,41 @@ func TestBullQueueKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestRQ: what an RQ 1.13.0 worker keeps while job id runs on queue q
+// (queue.py, registry.py, worker.py, worker_registration.py; the
+// conformance suite runs the real package): the started-job zset is the
+// lock, every other key a companion with no finding (issue 44); without
+// the queue set, a hash named like a job is no job.
+func TestRQ(t *testing.T) {
+	c := client(t)
+	q, id, worker := "q-"+redistest.Name(t), guid(), "w"+randHex(16)
+	now := time.Now()
+	wip := "rq:wip:" + q
+	must(t, c.ZAdd(ctx, wip, redis.Z{Score: float64(now.Add(90 * time.Second).Unix()), Member: id}).Err())
+	others := map[string]string{"rq:queues": inspect.RoleJobQueue, "rq:job:" + id: inspect.RoleJob, "rq:worker:" + worker: inspect.RoleJobQueue,
+		"rq:workers": inspect.RoleJobQueue, "rq:workers:" + q: inspect.RoleJobQueue, "rq:clean_registries:" + q: inspect.RoleJobQueue,
+		"rq:finished:" + q: inspect.RoleJobQueue, "rq:queue:" + q: inspect.RoleJobQueue}
+	must(t, c.SAdd(ctx, "rq:queues", "rq:queue:"+q).Err())
+	must(t, c.HSet(ctx, "rq:job:"+id, "status", "started", "origin", q, "worker_name", worker, "last_heartbeat", now.UTC().Format(time.RFC3339)).Err())
+	must(t, c.HSet(ctx, "rq:worker:"+worker, "state", "busy", "queues", q, "current_job", id).Err())
+	must(t, c.Expire(ctx, "rq:worker:"+worker, 90*time.Second).Err())
+	must(t, c.SAdd(ctx, "rq:workers", "rq:worker:"+worker).Err())
+	must(t, c.SAdd(ctx, "rq:workers:"+q, "rq:worker:"+worker).Err())
+	must(t, c.Set(ctx, "rq:clean_registries:"+q, "1", 899*time.Second).Err())
+	must(t, c.ZAdd(ctx, "rq:finished:"+q, redis.Z{Score: float64(now.Add(500 * time.Second).Unix()), Member: guid()}).Err())
+	must(t, c.RPush(ctx, "rq:queue:"+q, guid()).Err())
+	l := readOne(t, c, wip, inspect.Options{})
+	if l.Layout.Name != "rq" || l.Layout.Confidence != inspect.Certain || len(l.Holders) != 1 || l.Holders[0].Owner != id || l.Holders[0].Expired || codes(l) != "NO_FENCE:warning" {
+		t.Errorf("started jobs: layout %+v holders %+v findings %s", l.Layout, l.Holders, codes(l))
+	}
+	for k, role := range others {
+		if l := readOne(t, c, k, inspect.Options{}); l.Layout.Name != "rq" || l.Role != role || len(l.Findings) != 0 {
+			t.Errorf("%s (%s): layout %+v role %q findings %s; want rq %s, none", k, l.Type, l.Layout, l.Role, codes(l), role)
+		}
+	}
+	must(t, c.Del(ctx, "rq:queues").Err())
+	if l := readOne(t, c, "rq:job:"+id, inspect.Options{}); l.Role == inspect.RoleJob {
+		t.Errorf("a job hash with no queue set: layout %+v role %q; want no job", l.Layout, l.Role)
+	}
+}

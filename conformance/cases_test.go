@@ -139,4 +139,10 @@ var cases = []libCase{
 		Layouts: []string{"laravel"}, Need: []string{"NO_FENCE", "NO_TTL"}},
 	{ID: "laravel/ttl", Driver: "php", Lib: "laravel", Mode: "ttl", Name: "lv-ttl-%s",
 		Layouts: []string{"laravel"}, Need: noFence},
+	// malkusch/lock 2.2 PHPRedisMutex: "lock_<name>" = 32 random hex, a
+	// shape many libraries write (issue 27): a generic hex token with
+	// malkusch-lock among layout.seen_in, no name, so no NO_FENCE. Held
+	// while synchronized()'s callable runs; no renew.
+	{ID: "malkusch/default", Driver: "php", Lib: "malkusch", Mode: "default", Name: "mk-%s",
+		Layouts: []string{"malkusch-lock"}},
 }

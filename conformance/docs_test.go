@@ -36,6 +36,7 @@ var libraries = []library{
 	{"rq", "python3-rq", "deb"},
 	{"symfony", "php-symfony-lock", "deb"},
 	{"laravel", "php-illuminate-cache", "deb"},
+	{"malkusch", "php-malkusch-lock", "deb"},
 }
 
 // installedVersion returns the version the suite runs of lib ("4.18.1", no

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,6 +156,20 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 	d.staleHolders()
 }
 
+// leaseModeFields are the mode fields of the layouts with read leases, the
+// user's and the built-in ones: a hash without one needs no lease read.
+func leaseModeFields(opts Options) []string {
+	var out []string
+	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
+		for _, d := range list {
+			if d.ReadLease != "" && !slices.Contains(out, d.ModeField) {
+				out = append(out, d.ModeField)
+			}
+		}
+	}
+	return out
+}
+
 // readLeaseKey is the key of a read holder's lease (Declared.ReadLease)
 // for the lock at key: {field} the holder's field, {count} its count
 // group, the other placeholders as in a companion's template.
@@ -187,9 +202,10 @@ func (r *Reader) readLeases(ctx context.Context, c redis.Cmdable, keys []string,
 	}
 	var leases []lease
 	pipe := c.Pipeline()
+	modes := leaseModeFields(r.Options)
 	for i, v := range vals {
-		if v.Type != "hash" {
-			continue
+		if v.Type != "hash" || !slices.ContainsFunc(v.Fields, func(f [2]string) bool { return slices.Contains(modes, f[0]) }) {
+			continue // no shared lock: no layout to match again
 		}
 		m, ok := matchDeclared(keys[i], v, comp, r.Options)
 		if !ok || m.layout.ReadLease == "" {

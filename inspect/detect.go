@@ -71,7 +71,7 @@ var (
 	seenUUID    = []string{"spring-integration", "microfleet-ioredis-lock", "redis-semaphore", "freeredis", "csredis"}
 	seenBase64  = []string{"redsync", "node-redis-warlock"}
 	seenURL64   = []string{"redislock"}
-	seenHex32   = []string{"node-redlock", "redis-py"}
+	seenHex32   = []string{"node-redlock", "redis-py", "malkusch-lock"}
 	seenAlnum16 = []string{"go-zero", "laravel"}
 )
 
@@ -161,7 +161,8 @@ func (d *detection) urlBase64Token(s string) {
 
 // hex32 is 16 bytes in hex: node-redlock, redlock.js _random() (4.2.0)
 // and src/index.ts _random() (5.0.0-beta.2): randomBytes(16).toString("hex"),
-// SET NX PX; and many others: 16 random bytes in hex name no library
+// SET NX PX; malkusch/lock 2.2.1 RedisMutex.php: bin2hex(random_bytes(16)),
+// SET NX EX under "lock_<name>"; and many others: 16 random bytes in hex name no library
 // (issue 27). redis-py's uuid1().hex is an entry.
 func (d *detection) hex32(s string) {
 	d.setOwner([]byte(s))

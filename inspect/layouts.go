@@ -41,6 +41,8 @@ var Layouts = []LayoutInfo{
 		"seconds×1000+500 ms (500 ms by default)", "no", "owner-checked script", "no"},
 	{"node-redlock", "redlock (npm)", "4.2.0, 5.0.0-beta.2", RunInCI, "any", "32 random hex",
 		"given", "v5 `using()`: when 500 ms remain; v4 `extend()` by hand", "owner-checked script", "no"},
+	{"malkusch-lock", "malkusch/lock PHPRedisMutex, PredisMutex (PHP, Debian php-malkusch-lock)", "2.2.1", RunInCI, "`lock_<name>`", "32 random hex",
+		"timeout + 1 s (3 s by default: 4 s)", "none: held while `synchronized()` runs", "owner-checked script", "no"},
 	{"redis-semaphore", "redis-semaphore Mutex, Semaphore, MultiSemaphore (npm)", "5.8.0", RunInCI, "`mutex:<key>`; zset `semaphore:<key>`", "UUIDv4; zset members `<uuid>[_<n>]` scored by acquire time (ms)",
 		"10 s", "every 8 s while held", "owner-checked script", "no"},
 	{"symfony-lock", "Symfony Lock RedisStore, shared locks (PHP, php-symfony-lock)", "5.4.53", RunInCI, "the resource name (a zset, PEXPIREAT)", "base64 of 32 random bytes scored by expiry (ms); `__write__` for a writer",

@@ -1,8 +1,9 @@
 <?php
 // The PHP driver of the conformance suite (conformance/harness_test.go): takes
-// a lock with Debian's Symfony Lock 5.4 (php-symfony-lock) or Laravel 8's
-// cache lock (php-illuminate-cache) over php-redis, and holds it until told
-// to renew or release it on stdin, or until it is killed.
+// a lock with Debian's Symfony Lock 5.4 (php-symfony-lock), Laravel 8's
+// cache lock (php-illuminate-cache) or malkusch/lock 2.2 (php-malkusch-lock)
+// over php-redis, and holds it until told to renew or release it on stdin,
+// or until it is killed.
 //
 // Usage: php driver.php <library> <mode> <host:port> <name>
 // Prints one JSON line per action: {"op":"acquired","keys":[...],
@@ -13,9 +14,11 @@
 require_once 'Symfony/Component/Lock/autoload.php';
 require_once 'Illuminate/Cache/autoload.php';
 require_once 'Illuminate/Redis/autoload.php';
+require_once 'Malkusch/Lock/autoload.php';
 
 use Illuminate\Cache\PhpRedisLock;
 use Illuminate\Redis\Connections\PhpRedisConnection;
+use malkusch\lock\mutex\PHPRedisMutex;
 use Symfony\Component\Lock\LockFactory;
 use Symfony\Component\Lock\Store\RedisStore;
 
@@ -57,6 +60,33 @@ function laravel(Redis $redis, string $mode, string $name): array
     return [['laravel_database_laravel_cache:' . $name], $lock->owner(), $renew, fn () => $lock->release()];
 }
 
+// malkusch: malkusch/lock 2.2.1's PHPRedisMutex (classes/mutex/SpinlockMutex.php,
+// RedisMutex.php, PHPRedisMutex.php): key "lock_" + name, token
+// bin2hex(random_bytes(16)), SET NX EX timeout + 1 s (timeout 3 s by default,
+// 30 s here to outlive a loaded machine's reads), DEL by an owner-checked
+// script when synchronized()'s callable returns; no renew. The lock is held
+// inside the callable: it runs the command loop, and never returns after a
+// crash step (stdin closed). The token is private: read from the key.
+function malkusch(Redis $redis, string $name): void
+{
+    $key = 'lock_' . $name;
+    (new PHPRedisMutex([$redis], $name, 30))->synchronized(function () use ($redis, $key) {
+        emit(['op' => 'acquired', 'keys' => [$key], 'owner_hex' => bin2hex((string) $redis->get($key))]);
+        while (($line = fgets(STDIN)) !== false) {
+            if (trim($line) === 'release') {
+                return;
+            }
+        }
+        while (true) {
+            sleep(3600);
+        }
+    });
+    emit(['op' => 'released']);
+    while (true) {
+        sleep(3600);
+    }
+}
+
 try {
     [, $lib, $mode, $addr, $name] = $argv;
     [$host, $port] = explode(':', $addr);
@@ -70,12 +100,15 @@ try {
         emit(['op' => 'bulk', 'keys' => $keys]);
         exit(0);
     }
+    if ($lib === 'malkusch') {
+        malkusch($redis, $name);
+    }
     if ($lib === 'symfony') {
         [$keys, $owner, $renew, $release] = symfony($redis, $mode, $name);
     } elseif ($lib === 'laravel') {
         [$keys, $owner, $renew, $release] = laravel($redis, $mode, $name);
     } else {
-        throw new InvalidArgumentException("unknown library $lib: symfony or laravel");
+        throw new InvalidArgumentException("unknown library $lib: symfony, laravel or malkusch");
     }
     emit(['op' => 'acquired', 'keys' => $keys, 'owner_hex' => bin2hex($owner)]);
     while (($line = fgets(STDIN)) !== false) {

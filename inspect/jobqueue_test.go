@@ -193,6 +193,11 @@ func TestRQ(t *testing.T) {
 			t.Errorf("%s (%s): layout %+v role %q findings %s; want rq %s, none", k, l.Type, l.Layout, l.Role, codes(l), role)
 		}
 	}
+	// A worker started with the scheduler: its pid under the queue's scheduler lock, 61 s.
+	must(t, c.Set(ctx, "rq:scheduler-lock:"+q, "48213", 61*time.Second).Err())
+	if l := readOne(t, c, "rq:scheduler-lock:"+q, inspect.Options{}); l.Layout.Name != "rq" || l.Owner != "48213" || l.Holder.PID != 48213 || codes(l) != "LEASE_OVER_CAP:warning,NO_FENCE:warning" {
+		t.Errorf("scheduler lock: layout %+v owner %q holder %+v findings %s", l.Layout, l.Owner, l.Holder, codes(l))
+	}
 	must(t, c.Del(ctx, "rq:queues").Err())
 	if l := readOne(t, c, "rq:job:"+id, inspect.Options{}); l.Role == inspect.RoleJob {
 		t.Errorf("a job hash with no queue set: layout %+v role %q; want no job", l.Layout, l.Role)

@@ -89,8 +89,8 @@ var Layouts = []LayoutInfo{
 		"the `Unique(ttl)` option", "no", "deleted when the task succeeds", "no"},
 	{"asynq-lease", "asynq task leases (Go, hibiken/asynq)", "0.26.0", RunInCI, "zset `asynq:{<queue>}:lease`, no TTL; the queue's and servers' keys (`asynq:queues`, `:active`, `:t:<id>`, `asynq:servers:{…}`…) are `job_queue` and `job` companions", "task ids scored by lease end (Unix s)",
 		"30 s per task", "heartbeat every 5 s (ZADD XX)", "ZREM when the task ends", "no"},
-	{"rq", "RQ started jobs (Python, Debian python3-rq)", "1.13.0", RunInCI, "zset `rq:wip:<queue>`, no TTL; the queue's, jobs' and workers' keys (`rq:queues`, `rq:queue:<queue>`, `rq:job:<id>`, `rq:worker:<name>`…) are `job_queue` and `job` companions", "job ids scored by lease end (Unix s)",
-		"job_monitoring_interval + 60 s (90 s)", "worker heartbeat every 30 s (ZADD XX)", "ZREM when the job ends", "no"},
+	{"rq", "RQ started jobs (Python, Debian python3-rq)", "1.13.0", RunInCI, "zset `rq:wip:<queue>`, no TTL; the queue's, jobs' and workers' keys (`rq:queues`, `rq:queue:<queue>`, `rq:job:<id>`, `rq:worker:<name>`…) are `job_queue` and `job` companions", "job ids scored by lease end (Unix s); the scheduler's `rq:scheduler-lock:<queue>` = its pid (from source)",
+		"job_monitoring_interval + 60 s (90 s); scheduler 61 s", "worker heartbeat every 30 s (ZADD XX); scheduler EXPIRE every 1 s", "ZREM when the job ends; scheduler DEL", "no"},
 	{"redis-lock-gem", "redis-lock (Ruby, mlanett)", "0.2.7", "from source at tag v0.2.7", "`lock:owner:<key>` + `lock:expire:<key>`", "`<host>:<pid>` + Unix s",
 		"60 s, in a value (no Redis TTL)", "`extend_life` by hand", "owner-checked", "no"},
 }

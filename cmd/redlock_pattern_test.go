@@ -51,11 +51,13 @@ func TestRedlockWatchPatternRedsync(t *testing.T) {
 	}
 	next(inspect.EventQuorumHeld, "rs:held")
 
-	a := lock("rs:a", 4*time.Second)
+	// A lease longer than any wait below: Extend must find the lock still held
+	// however late the watch's event comes on a loaded machine.
+	a := lock("rs:a", 30*time.Second)
 	if e := next(inspect.EventQuorumAcquired, "rs:a"); e.Owner != a.Value() {
 		t.Errorf("QUORUM_ACQUIRED by %q, want redsync's value %q", e.Owner, a.Value())
 	}
-	time.Sleep(1500 * time.Millisecond) // Extend then moves the expiry 1.5s on: above a pass's 500ms tolerance
+	time.Sleep(1500 * time.Millisecond) // Extend then moves the expiry 1.5s or more on: above a pass's 500ms tolerance
 	if ok, err := a.Extend(); !ok || err != nil {
 		t.Fatalf("redsync Extend: %v %v", ok, err)
 	}
@@ -66,7 +68,7 @@ func TestRedlockWatchPatternRedsync(t *testing.T) {
 	next(inspect.EventReleased, "rs:a")
 	next(inspect.EventQuorumLost, "rs:a")
 
-	lock("rs:b", time.Second) // never unlocked
+	lock("rs:b", 3*time.Second) // never unlocked: held for many 50ms passes, then expired
 	next(inspect.EventAcquired, "rs:b")
 	next(inspect.EventExpired, "rs:b")
 

@@ -172,29 +172,47 @@ type declaredMatch struct {
 // (Reader's second round trip): byKey matches those by key and type
 // alone, all of them, as the first by key may not be the one its items match.
 func candidates(key string, v Value, opts Options, byKey bool) []declaredMatch {
-	var out []declaredMatch
-	for _, list := range [2][]Declared{opts.Declared, builtinLayouts()} {
-		for i := range list {
-			d := &list[i]
-			if d.byName && !d.companionByName(v) || !d.byName && !d.ofType(v) {
-				continue
-			}
-			if _, ok := globRuns(d.keyParts, key, false); !ok {
-				continue
-			}
-			if !d.byName && (!byKey || d.Type == "string") && !d.matches(v) {
-				continue
-			}
-			if out == nil {
-				out = make([]declaredMatch, 0, 4)
-			}
-			out = append(out, declaredMatch{layout: d, fenceKey: opts.FenceKey})
-			if d.byName || !d.needsCompanion() && (!byKey || d.Type == "string") {
-				return out
-			}
+	c := candidateSearch{key: key, v: v, opts: opts, byKey: byKey}
+	for i := range opts.Declared {
+		if c.try(&opts.Declared[i]) {
+			return c.out
 		}
 	}
-	return out
+	builtin := builtinLayouts()
+	for it := builtinIndex().entries(key); ; {
+		i, ok := it.next()
+		if !ok || c.try(&builtin[i]) {
+			return c.out
+		}
+	}
+}
+
+// candidateSearch is one candidates call: what it looks for, what it found.
+type candidateSearch struct {
+	key   string
+	v     Value
+	opts  Options
+	byKey bool
+	out   []declaredMatch
+}
+
+// try adds d when its key and value match, and reports whether the search
+// ends there (d needs no required companion, or is a companion by name).
+func (c *candidateSearch) try(d *Declared) bool {
+	if d.byName && !d.companionByName(c.v) || !d.byName && !d.ofType(c.v) {
+		return false
+	}
+	if _, ok := globRuns(d.keyParts, c.key, false); !ok {
+		return false
+	}
+	if !d.byName && (!c.byKey || d.Type == "string") && !d.matches(c.v) {
+		return false
+	}
+	if c.out == nil {
+		c.out = make([]declaredMatch, 0, 4)
+	}
+	c.out = append(c.out, declaredMatch{layout: d, fenceKey: c.opts.FenceKey})
+	return d.byName || !d.needsCompanion() && (!c.byKey || d.Type == "string")
 }
 
 // ofType reports whether v is of d's type and d has a rule to match it
@@ -501,7 +519,7 @@ func (d *detection) detectDeclared(m declaredMatch) {
 			d.setOwner(d.v.Bytes)
 		}
 	case "hash":
-		d.declaredFields(dl)
+		d.declaredFields(dl, m.groups)
 	default:
 		d.declaredMembers(dl)
 	}

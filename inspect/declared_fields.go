@@ -16,6 +16,9 @@ import (
 // which must be there, read or write); with keep, it returns the groups of
 // the first holder's field and value.
 func (d *Declared) matchFields(v Value, keep bool) (map[string]string, bool) {
+	if mode := d.lockMode(v); d.ModeField != "" && mode != "read" && mode != "write" {
+		return nil, false // before any expression: most hashes have no mode field
+	}
 	var first map[string]string
 	holders := 0
 	for _, f := range v.Fields {
@@ -40,17 +43,17 @@ func (d *Declared) matchFields(v Value, keep bool) (map[string]string, bool) {
 		}
 		holders++
 	}
-	if mode := d.lockMode(v); d.ModeField != "" && mode != "read" && mode != "write" {
-		return nil, false
-	}
 	return first, holders > 0
 }
 
 // lockMode is the value of the mode field ("" when the layout has none or
 // it was not read).
 func (d *Declared) lockMode(v Value) string {
+	if d.ModeField == "" {
+		return ""
+	}
 	for _, f := range v.Fields {
-		if d.ModeField != "" && f[0] == d.ModeField {
+		if f[0] == d.ModeField {
 			return f[1]
 		}
 	}
@@ -92,20 +95,21 @@ func holderIdentity(field string, g map[string]string) string {
 }
 
 // declaredFields sets a hash lock's owner (its first holder's field) and
-// hold count; a hash of more holders, or a shared lock, lists them all.
-func (d *detection) declaredFields(dl *Declared) {
-	var first [2]string
+// hold count (from g, the groups of that field and its value); a hash of
+// more holders, or a shared lock, lists them all.
+func (d *detection) declaredFields(dl *Declared, g map[string]string) {
+	var first string
 	holders := 0
 	for _, f := range d.v.Fields {
 		if dl.ModeField == "" || f[0] != dl.ModeField {
 			if holders == 0 {
-				first = f
+				first = f[0]
 			}
 			holders++
 		}
 	}
-	d.setOwner([]byte(first[0]))
-	if n, ok := parseInt(dl.fieldGroups(first)["count"]); ok {
+	d.setOwner([]byte(first))
+	if n, ok := parseInt(g["count"]); ok {
 		d.lock.HoldCount = ptr(n)
 	}
 	if holders > 1 || dl.ModeField != "" {

@@ -31,11 +31,24 @@ func TestMain(m *testing.M) {
 	if testCommands[filepath.Base(os.Args[0])] == nil {
 		restoreSignalsForChildren()
 	}
-	code := testscript.RunMain(m, testCommands)
+	commands := map[string]func(){}
+	for name, run := range testCommands {
+		commands[name] = func() { os.Exit(run()) }
+	}
+	testscript.Main(removeReleased{m}, commands) // exits: never returns here
+}
+
+// removeReleased runs the tests, then removes the released build's
+// directory (releasedLockctl): testscript.Main exits without returning to
+// TestMain, so a removal after it never ran and left 35 MB in $TMPDIR.
+type removeReleased struct{ *testing.M }
+
+func (r removeReleased) Run() int {
+	code := r.M.Run()
 	if released.dir != "" {
 		_ = os.RemoveAll(released.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // restoreSignalsForChildren gives the processes the tests start SIGHUP,

@@ -22,21 +22,12 @@ func (d *Declared) matchFields(v Value, keep bool) (map[string]string, bool) {
 	var first map[string]string
 	holders := 0
 	for _, f := range v.Fields {
-		if d.ModeField != "" && f[0] == d.ModeField {
+		if d.isModeField(f[0]) {
 			continue
 		}
-		g, ok := groupsOf(d.field, f[0], keep && first == nil)
+		g, ok := d.matchField(f, keep && first == nil)
 		if !ok {
 			return nil, false
-		}
-		if d.fieldValue != nil {
-			gv, ok := groupsOf(d.fieldValue, f[1], keep && first == nil)
-			if !ok {
-				return nil, false
-			}
-			for k, x := range gv {
-				g[k] = x
-			}
 		}
 		if first == nil {
 			first = g
@@ -46,6 +37,28 @@ func (d *Declared) matchFields(v Value, keep bool) (map[string]string, bool) {
 	return first, holders > 0
 }
 
+// matchField matches one holder's field name and value; with keep, it
+// returns their named groups.
+func (d *Declared) matchField(f [2]string, keep bool) (map[string]string, bool) {
+	g, ok := groupsOf(d.field, f[0], keep)
+	if !ok {
+		return nil, false
+	}
+	if d.fieldValue != nil {
+		gv, ok := groupsOf(d.fieldValue, f[1], keep)
+		if !ok {
+			return nil, false
+		}
+		for k, x := range gv {
+			g[k] = x
+		}
+	}
+	return g, true
+}
+
+// isModeField reports the field that holds a shared lock's mode (ModeField).
+func (d *Declared) isModeField(name string) bool { return d.ModeField != "" && name == d.ModeField }
+
 // lockMode is the value of the mode field ("" when the layout has none or
 // it was not read).
 func (d *Declared) lockMode(v Value) string {
@@ -53,22 +66,17 @@ func (d *Declared) lockMode(v Value) string {
 		return ""
 	}
 	for _, f := range v.Fields {
-		if f[0] == d.ModeField {
+		if d.isModeField(f[0]) {
 			return f[1]
 		}
 	}
 	return ""
 }
 
-// fieldGroups are the named groups of one holder's field and value.
+// fieldGroups are the named groups of one holder's field and value, which
+// matched (matchFields).
 func (d *Declared) fieldGroups(f [2]string) map[string]string {
-	g, _ := groupsOf(d.field, f[0], true)
-	if d.fieldValue != nil {
-		gv, _ := groupsOf(d.fieldValue, f[1], true)
-		for k, x := range gv {
-			g[k] = x
-		}
-	}
+	g, _ := d.matchField(f, true)
 	return g
 }
 
@@ -101,7 +109,7 @@ func (d *detection) declaredFields(dl *Declared, g map[string]string) {
 	var first string
 	holders := 0
 	for _, f := range d.v.Fields {
-		if dl.ModeField == "" || f[0] != dl.ModeField {
+		if !dl.isModeField(f[0]) {
 			if holders == 0 {
 				first = f[0]
 			}
@@ -125,7 +133,7 @@ func (d *detection) declaredHashHolders(dl *Declared) {
 	live := map[string]bool{}
 	now := d.nowMS()
 	for _, f := range d.v.Fields {
-		if dl.ModeField != "" && f[0] == dl.ModeField {
+		if dl.isModeField(f[0]) {
 			continue
 		}
 		g := dl.fieldGroups(f)
@@ -216,7 +224,7 @@ func (r *Reader) readLeases(ctx context.Context, c redis.Cmdable, keys []string,
 			continue
 		}
 		for _, f := range v.Fields {
-			if f[0] == m.layout.ModeField {
+			if m.layout.isModeField(f[0]) {
 				continue
 			}
 			g := m.layout.fieldGroups(f)

@@ -54,12 +54,16 @@ def rq_job(client, name):
     job = queue.enqueue(rqjob.hold)
     wip = f"rq:wip:{name}"
 
-    def steer():
+    def within_30s(done):
+        """Polls done every 100 ms for 30 s; whether it came true."""
         for _ in range(300):
-            if client.zscore(wip, job.id) is not None:
-                break
+            if done():
+                return True
             threading.Event().wait(0.1)
-        else:
+        return False
+
+    def steer():
+        if not within_30s(lambda: client.zscore(wip, job.id) is not None):
             raise RuntimeError(f"job {job.id} not started in 30 s")
         # The horse, forked by now, keeps its copy: it sees EOF once we die.
         os.close(rqjob.release_fd)
@@ -67,10 +71,7 @@ def rq_job(client, name):
         for line in sys.stdin:
             if line.strip() == "release":
                 os.write(rqjob.send_fd, b"r")
-                for _ in range(300):
-                    if not client.exists(wip):
-                        break
-                    threading.Event().wait(0.1)
+                within_30s(lambda: not client.exists(wip))  # the test checks the key is gone
                 emit({"op": "released"})
 
     def steer_or_fail():

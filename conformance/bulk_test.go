@@ -27,13 +27,15 @@ var bulkCases = []string{
 // `lockctl inspect --pattern '*'` and counts, per library, the values named
 // as another library (a confident name, or a guess whose candidates leave
 // the real one out), the values rightly given as a guess between several
-// libraries, and any acquisition time outside now ± 1 day. With
+// libraries, and any acquisition time outside now ± 1 day; every key a
+// driver says it holds must be scanned. With
 // CONFORMANCE_BULK_OUT=<file> it writes the rates as Markdown table rows
 // (docs/conformance.md).
 func TestBulk(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t)
 	owner := map[string]libCase{} // key → the library that wrote it
+	wrote := map[string]int{}     // library → keys its driver said it holds
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, id := range bulkCases {
@@ -51,6 +53,7 @@ func TestBulk(t *testing.T) {
 			for _, k := range keys {
 				owner[k] = c
 			}
+			wrote[libName(id)] = len(keys)
 		}()
 	}
 	wg.Wait()
@@ -71,6 +74,9 @@ func TestBulk(t *testing.T) {
 		}
 		if s.total < 500 {
 			p.add("only %d values scanned, want ≥ 500", s.total)
+		}
+		if s.total < wrote[lib] {
+			p.add("%d values scanned of the %d keys the driver held", s.total, wrote[lib])
 		}
 		rows = append(rows, s.row(lib))
 		judge(t, "bulk/"+lib, p)

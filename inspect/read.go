@@ -37,8 +37,8 @@ const (
 // detected layouts' companion keys (for an integer string, TYPE alone of
 // the zset that makes it a Redisson permit counter) and, after its fence
 // counter, a fenced value again (Value.Changed); round 3, only for a
-// Redisson read/write lock held for reading, the PTTL of each read
-// holder's lease key.
+// shared hash lock whose layout names read leases (Declared.ReadLease:
+// Redisson's read/write lock), the PTTL of each read holder's lease key.
 // It never sends a write command. Safe for concurrent use.
 type Reader struct {
 	Options       Options

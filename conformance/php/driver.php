@@ -77,11 +77,15 @@ function malkusch(Redis $redis, string $name): void
                 return;
             }
         }
-        while (true) {
-            sleep(3600);
-        }
+        holdUntilKilled();
     });
     emit(['op' => 'released']);
+    holdUntilKilled();
+}
+
+// holdUntilKilled keeps the process (and any lock it holds) until the test kills it.
+function holdUntilKilled(): never
+{
     while (true) {
         sleep(3600);
     }
@@ -122,9 +126,7 @@ try {
         }
     }
     // stdin closed: hold until killed (the crash step).
-    while (true) {
-        sleep(3600);
-    }
+    holdUntilKilled();
 } catch (Throwable $e) {
     emit(['op' => 'error', 'error' => get_class($e) . ': ' . $e->getMessage()]);
     exit(1);

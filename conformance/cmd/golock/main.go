@@ -163,12 +163,7 @@ func rueidisLock(ctx context.Context, rdb *goredislib.Client, mode, addr, name s
 	if err != nil {
 		return lock{}, err
 	}
-	_, cancel, err := locker.WithContext(ctx, name)
-	if err != nil {
-		return lock{}, err
-	}
-	keys := rueidisKeys(name)
-	owner, err := allHeld(ctx, rdb, keys)
+	keys, owner, cancel, err := rueidisTake(ctx, rdb, locker, name)
 	if err != nil {
 		return lock{}, err
 	}
@@ -236,11 +231,8 @@ func rueidisBulk(ctx context.Context, rdb *goredislib.Client, addr, prefix strin
 	var keys []string
 	for i := range bulkCount {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		if _, _, err := locker.WithContext(ctx, name); err != nil {
-			return nil, err
-		}
-		held := rueidisKeys(name)
-		if _, err := allHeld(ctx, rdb, held); err != nil {
+		held, _, _, err := rueidisTake(ctx, rdb, locker, name)
+		if err != nil {
 			return nil, err
 		}
 		keys = append(keys, held...)
@@ -248,9 +240,17 @@ func rueidisBulk(ctx context.Context, rdb *goredislib.Client, addr, prefix strin
 	return keys, nil
 }
 
-// rueidisKeys are the 3 keys of a rueidislock lock (majority 2, no prefix).
-func rueidisKeys(name string) []string {
-	return []string{"rueidislock:0:" + name, "rueidislock:1:" + name, "rueidislock:2:" + name}
+// rueidisTake takes the lock name with locker and returns its 3 keys
+// (majority 2, no prefix), once all hold the owner token (allHeld), and the
+// cancel that releases it.
+func rueidisTake(ctx context.Context, rdb *goredislib.Client, locker rueidislock.Locker, name string) ([]string, string, context.CancelFunc, error) {
+	_, cancel, err := locker.WithContext(ctx, name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	keys := []string{"rueidislock:0:" + name, "rueidislock:1:" + name, "rueidislock:2:" + name}
+	owner, err := allHeld(ctx, rdb, keys)
+	return keys, owner, cancel, err
 }
 
 // allHeld waits up to 3 s until every one of keys holds one value, and
@@ -263,7 +263,7 @@ func allHeld(ctx context.Context, rdb *goredislib.Client, keys []string) (string
 		if got, err = rdb.MGet(ctx, keys...).Result(); err != nil {
 			return "", err
 		}
-		if v, ok := got[0].(string); ok && slices.Equal(got, slices.Repeat([]any{v}, len(keys))) {
+		if v, ok := got[0].(string); ok && !slices.ContainsFunc(got, func(x any) bool { return x != any(v) }) {
 			return v, nil
 		}
 	}
